@@ -1,0 +1,21 @@
+// Package v1alpha1 contains the AutoResearch API: the research protocol a user
+// writes (spec) and the loop's progress the operator reports (status).
+// +kubebuilder:object:generate=true
+// +groupName=autoresearch.dev
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of the AutoResearch API.
+	GroupVersion = schema.GroupVersion{Group: "autoresearch.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the API's types with a runtime scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the API's types to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
