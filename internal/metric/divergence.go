@@ -1,0 +1,51 @@
+package metric
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxQuoteLen bounds how much of an offending line a divergence reason quotes.
+const maxQuoteLen = 200
+
+// Divergence reports why a training log shows a failed run even though the
+// process exited 0, or "" when it shows none. A run failed when a line is
+// FAIL or starts with "FAIL " or "FAIL:" (train.py prints FAIL when its loss
+// explodes), or when a pair whose name contains "loss", in any letter case,
+// has a NaN or infinite value (`loss: nan`, `train_loss=inf`). The reason
+// quotes the first offending line, cut to 200 characters.
+func Divergence(output string) string {
+	for _, line := range splitLines(output) {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "FAIL" || strings.HasPrefix(trimmed, "FAIL ") || strings.HasPrefix(trimmed, "FAIL:") || strings.HasPrefix(trimmed, "FAIL\t") {
+			return fmt.Sprintf("training printed FAIL: %q", truncate(trimmed, maxQuoteLen))
+		}
+		for _, v := range pairs(line) {
+			if !strings.Contains(strings.ToLower(v.Name), "loss") {
+				continue
+			}
+			if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
+				return fmt.Sprintf("%s is %s: %q", v.Name, v.Raw, truncate(trimmed, maxQuoteLen))
+			}
+		}
+	}
+	return ""
+}
+
+// truncate cuts s to at most n characters without splitting a UTF-8
+// sequence, marking the cut with "...".
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	count := 0
+	for i := range s {
+		if count == n-len("...") {
+			return s[:i] + "..."
+		}
+		count++
+	}
+	return s
+}
