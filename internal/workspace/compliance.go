@@ -1,0 +1,410 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// ChangeKind is how a file changed.
+type ChangeKind string
+
+// Kinds of file changes.
+const (
+	ChangeModified ChangeKind = "modified"
+	ChangeAdded    ChangeKind = "added"
+	ChangeDeleted  ChangeKind = "deleted"
+	ChangeRenamed  ChangeKind = "renamed"
+)
+
+// FileChange is a file that differs from the round's base commit.
+type FileChange struct {
+	// Path is relative to the experiment directory, or, for a file outside
+	// it, relative to the worktree root.
+	Path string
+	Kind ChangeKind
+	// From is the old path of a renamed file, relative in the same way.
+	From string
+}
+
+// Violation is a change the protocol forbids.
+type Violation struct {
+	// Path is the file, as in FileChange; "" for a change of git history.
+	Path string
+	// Reason says what was done, as a sentence fit for the round's insight.
+	Reason string
+}
+
+// ComplianceReport is what a round changed and which of it is forbidden.
+type ComplianceReport struct {
+	// Changes are the changes against the base commit, sorted by path. The
+	// ledger files and .autoresearch/ are left out: the supervisor restores
+	// or rewrites them anyway.
+	Changes    []FileChange
+	Violations []Violation
+	// EvalLike are new code files whose names look like evaluation code.
+	EvalLike []string
+	// HeadMoved says how HEAD or the branch left the base commit; "" if they did not.
+	HeadMoved string
+}
+
+// OK reports whether the round kept to the protocol.
+func (r ComplianceReport) OK() bool { return len(r.Violations) == 0 }
+
+// maxSummaryReasons bounds Summary to one readable line.
+const maxSummaryReasons = 5
+
+// Summary is a one-line account of the violations, "" when there are none.
+func (r ComplianceReport) Summary() string {
+	reasons := make([]string, 0, len(r.Violations))
+	for _, v := range r.Violations {
+		reasons = append(reasons, v.Reason)
+	}
+	if len(reasons) > maxSummaryReasons {
+		return fmt.Sprintf("%s; and %d more", strings.Join(reasons[:maxSummaryReasons], "; "), len(reasons)-maxSummaryReasons)
+	}
+	return strings.Join(reasons, "; ")
+}
+
+// CheckCompliance compares the worktree (working tree, index and git
+// history) with base, the commit the round started from. Fixed and variable
+// files are named relative to the experiment directory.
+//
+// Forbidden are: a change of HEAD or of the branch; any change to a fixed
+// file; modifying, deleting or renaming a tracked file that is not a
+// variable file (files outside the experiment directory and .gitignore
+// included); deleting or renaming a variable file; and a new code file whose
+// name looks like evaluation code. New files are otherwise allowed helpers.
+func (w *Workspace) CheckCompliance(ctx context.Context, base string, fixed, variable []string) (ComplianceReport, error) {
+	baseCommit, err := revParse(ctx, w.Root, base)
+	if err != nil {
+		return ComplianceReport{}, fmt.Errorf("compliance base: %w", err)
+	}
+	var report ComplianceReport
+	if report.HeadMoved, err = w.headMoved(ctx, baseCommit); err != nil {
+		return ComplianceReport{}, err
+	}
+	if report.HeadMoved != "" {
+		report.Violations = append(report.Violations, Violation{
+			Reason: "git history changed: " + report.HeadMoved + " (only the supervisor may run git write commands)",
+		})
+	}
+	changes, err := w.changesSince(ctx, baseCommit)
+	if err != nil {
+		return ComplianceReport{}, err
+	}
+	rules := newFileRules(fixed, variable)
+	for _, c := range changes {
+		report.Changes = append(report.Changes, c.FileChange)
+		if v, ok := rules.judge(c); ok {
+			report.Violations = append(report.Violations, v)
+		}
+		if c.Kind == ChangeAdded && rules.evalLike(c.to) {
+			report.EvalLike = append(report.EvalLike, c.Path)
+		}
+	}
+	return report, nil
+}
+
+// headMoved describes how HEAD and the experiment branch differ from base.
+func (w *Workspace) headMoved(ctx context.Context, base string) (string, error) {
+	head, err := revParse(ctx, w.Root, "HEAD")
+	if err != nil {
+		return "", err
+	}
+	var moved []string
+	ref, refErr := git(ctx, w.Root, "symbolic-ref", "-q", "HEAD")
+	ref = strings.TrimSpace(ref)
+	onBranch := refErr == nil && ref == "refs/heads/"+w.Branch
+	switch {
+	case refErr != nil:
+		moved = append(moved, "HEAD is detached at "+shortHash(head))
+	case !onBranch:
+		moved = append(moved, fmt.Sprintf("HEAD is on branch %s instead of %s", strings.TrimPrefix(ref, "refs/heads/"), w.Branch))
+	}
+	if head != base {
+		moved = append(moved, fmt.Sprintf("HEAD moved from %s to %s", shortHash(base), shortHash(head)))
+	}
+	if !onBranch {
+		tip, err := revParse(ctx, w.Root, "refs/heads/"+w.Branch)
+		switch {
+		case err != nil:
+			moved = append(moved, fmt.Sprintf("branch %s was deleted", w.Branch))
+		case tip != base:
+			moved = append(moved, fmt.Sprintf("branch %s moved from %s to %s", w.Branch, shortHash(base), shortHash(tip)))
+		}
+	}
+	return strings.Join(moved, "; "), nil
+}
+
+// change is a FileChange with what the rules need to know about each side.
+type change struct {
+	FileChange
+	to, from side
+}
+
+// side is one path of a change.
+type side struct {
+	rel    string // relative to the experiment directory, or to the root if outside
+	inside bool   // inside the experiment directory
+}
+
+// changesSince lists the working tree's changes against base, which covers
+// the Researcher's commits and staged changes alike, plus untracked files
+// that .gitignore does not exclude.
+func (w *Workspace) changesSince(ctx context.Context, base string) ([]change, error) {
+	diff, err := git(ctx, w.Root, "diff", "--name-status", "-z", "-M", "--no-ext-diff", base, "--")
+	if err != nil {
+		return nil, err
+	}
+	var changes []change
+	fields := splitNUL(diff)
+	for i := 0; i < len(fields); i++ {
+		status := fields[i]
+		if status == "" || i+1 >= len(fields) {
+			continue
+		}
+		i++
+		c := change{to: w.side(fields[i])}
+		switch status[0] {
+		case 'A':
+			c.Kind = ChangeAdded
+		case 'D':
+			c.Kind = ChangeDeleted
+		case 'R':
+			if i+1 >= len(fields) {
+				return nil, fmt.Errorf("git diff: rename of %s without a destination", fields[i])
+			}
+			i++
+			c.Kind, c.from, c.to = ChangeRenamed, c.to, w.side(fields[i])
+		default: // M, T (type change) and U (unmerged) all alter a tracked file.
+			c.Kind = ChangeModified
+		}
+		changes = append(changes, w.splitIgnored(c)...)
+	}
+
+	untracked, err := git(ctx, w.Root, "ls-files", "-z", "--others", "--exclude-standard")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range splitNUL(untracked) {
+		changes = append(changes, w.splitIgnored(change{FileChange: FileChange{Kind: ChangeAdded}, to: w.side(p)})...)
+	}
+
+	for i := range changes {
+		changes[i].Path = changes[i].to.rel
+		changes[i].From = changes[i].from.rel
+	}
+	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
+	return changes, nil
+}
+
+// side places a root-relative path from git relative to the experiment directory.
+func (w *Workspace) side(repoPath string) side {
+	if w.Subdir == "." {
+		return side{rel: repoPath, inside: true}
+	}
+	if rel, ok := strings.CutPrefix(repoPath, w.Subdir+"/"); ok {
+		return side{rel: rel, inside: true}
+	}
+	return side{rel: repoPath}
+}
+
+// splitIgnored drops the supervisor's own files from a change; a rename with
+// one of them on one side is left as the other side's addition or deletion.
+func (w *Workspace) splitIgnored(c change) []change {
+	if c.Kind != ChangeRenamed {
+		if supervisorOwned(c.to) {
+			return nil
+		}
+		return []change{c}
+	}
+	switch fromOwned, toOwned := supervisorOwned(c.from), supervisorOwned(c.to); {
+	case fromOwned && toOwned:
+		return nil
+	case fromOwned:
+		return []change{{FileChange: FileChange{Kind: ChangeAdded}, to: c.to}}
+	case toOwned:
+		return []change{{FileChange: FileChange{Kind: ChangeDeleted}, to: c.from}}
+	}
+	return []change{c}
+}
+
+// supervisorOwned reports whether p is a ledger file or supervisor state,
+// which the supervisor restores or rewrites after every round.
+func supervisorOwned(s side) bool {
+	if !s.inside {
+		return false
+	}
+	return s.rel == experiencesFile || s.rel == resultsFile ||
+		s.rel == stateDirName || strings.HasPrefix(s.rel, stateDirName+"/")
+}
+
+// fileRules judges changes by the protocol's fixed and variable files.
+type fileRules struct {
+	fixed, variable map[string]bool
+}
+
+func newFileRules(fixed, variable []string) fileRules {
+	return fileRules{fixed: pathSet(fixed), variable: pathSet(variable)}
+}
+
+func pathSet(files []string) map[string]bool {
+	set := make(map[string]bool, len(files))
+	for _, f := range files {
+		set[path.Clean(filepath.ToSlash(f))] = true
+	}
+	return set
+}
+
+func (r fileRules) isFixed(s side) bool    { return s.inside && r.fixed[s.rel] }
+func (r fileRules) isVariable(s side) bool { return s.inside && r.variable[s.rel] }
+
+// judge returns the violation a change is, if it is one.
+func (r fileRules) judge(c change) (Violation, bool) {
+	p := c.to.rel
+	var reason string
+	switch c.Kind {
+	case ChangeModified:
+		switch {
+		case r.isFixed(c.to):
+			reason = "modified fixed file " + p
+		case r.isVariable(c.to):
+			// The Researcher's job.
+		case !c.to.inside:
+			reason = fmt.Sprintf("modified %s outside the experiment directory", p)
+		default:
+			reason = fmt.Sprintf("modified %s, which is not a variable file", p)
+		}
+	case ChangeDeleted:
+		switch {
+		case r.isFixed(c.to):
+			reason = "deleted fixed file " + p
+		case r.isVariable(c.to):
+			reason = fmt.Sprintf("deleted variable file %s, which the train command needs", p)
+		case !c.to.inside:
+			reason = fmt.Sprintf("deleted %s outside the experiment directory", p)
+		default:
+			reason = fmt.Sprintf("deleted %s, which is not a variable file", p)
+		}
+	case ChangeRenamed:
+		from := c.from.rel
+		switch {
+		case r.isFixed(c.from):
+			reason = fmt.Sprintf("renamed fixed file %s to %s", from, p)
+		case r.isFixed(c.to):
+			reason = fmt.Sprintf("renamed %s to fixed file %s", from, p)
+		case r.isVariable(c.from):
+			reason = fmt.Sprintf("renamed variable file %s to %s, which the train command needs", from, p)
+		case !c.from.inside:
+			reason = fmt.Sprintf("renamed %s outside the experiment directory to %s", from, p)
+		default:
+			reason = fmt.Sprintf("renamed %s to %s, but %s is not a variable file", from, p, from)
+		}
+	case ChangeAdded:
+		switch {
+		case r.isFixed(c.to):
+			reason = "created fixed file " + p
+		case r.isVariable(c.to):
+			// A variable file the base lacked; the Researcher may write it.
+		case r.evalLike(c.to):
+			reason = fmt.Sprintf("new file %s looks like evaluation code; evaluation is fixed", p)
+		}
+	}
+	if reason == "" {
+		return Violation{}, false
+	}
+	return Violation{Path: p, Reason: reason}, true
+}
+
+// evalLike reports whether a new file, not a fixed or variable one, is named
+// like evaluation code, which the Researcher may not write even in new files.
+func (r fileRules) evalLike(s side) bool {
+	return !r.isFixed(s) && !r.isVariable(s) && looksLikeEvalCode(s.rel)
+}
+
+// evalWords start the words of file names that suggest evaluation code:
+// eval, evaluate, compute_metrics, metric, accuracy, score and the like.
+var evalWords = []string{"eval", "metric", "accurac", "score", "scoring"}
+
+// codeExtensions are the file types that can hold evaluation logic. Data and
+// notes the Researcher leaves behind, such as a smoke test's metrics.json,
+// are not code. A file without an extension may be a script.
+var codeExtensions = map[string]bool{
+	"": true, ".py": true, ".pyx": true, ".ipynb": true, ".sh": true, ".bash": true, ".zsh": true,
+	".js": true, ".mjs": true, ".cjs": true, ".ts": true, ".go": true, ".rs": true, ".c": true,
+	".cc": true, ".cpp": true, ".cxx": true, ".h": true, ".hpp": true, ".cu": true, ".cuh": true,
+	".jl": true, ".r": true, ".lua": true, ".rb": true, ".pl": true, ".java": true, ".scala": true,
+	".kt": true, ".swift": true, ".m": true, ".mojo": true, ".php": true, ".ps1": true,
+}
+
+// looksLikeEvalCode matches whole words of the base name, so that
+// "eval_utils.py", "computeMetrics.py" and "scorer.py" match while
+// "retrieval.py" and "geometric.py" do not.
+func looksLikeEvalCode(p string) bool {
+	base := path.Base(p)
+	ext := path.Ext(base)
+	if ext == base || !codeExtensions[strings.ToLower(ext)] {
+		return false
+	}
+	for _, word := range nameWords(strings.TrimSuffix(base, ext)) {
+		for _, prefix := range evalWords {
+			if strings.HasPrefix(word, prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nameWords splits a file name into lower-case words at punctuation and at
+// camelCase boundaries.
+func nameWords(name string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	prevLower := false
+	for _, r := range name {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush()
+			prevLower = false
+			continue
+		case unicode.IsUpper(r) && prevLower:
+			flush()
+		}
+		cur = append(cur, r)
+		prevLower = unicode.IsLower(r) || unicode.IsDigit(r)
+	}
+	flush()
+	return words
+}
+
+// HelperFiles returns the files, relative to the experiment directory, that
+// HEAD has and start has not: the helper files that earlier rounds added and
+// kept. Passed along with the variable files to CheckCompliance, they let
+// later rounds change their own helpers, which would otherwise be tracked
+// files outside the variable set.
+func (w *Workspace) HelperFiles(ctx context.Context, start string) ([]string, error) {
+	out, err := git(ctx, w.Root, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=A", start, "HEAD", "--", ":(literal)"+w.Subdir)
+	if err != nil {
+		return nil, err
+	}
+	var helpers []string
+	for _, p := range splitNUL(out) {
+		s := w.side(p)
+		if s.inside && !supervisorOwned(s) && s.rel != gitignoreFile {
+			helpers = append(helpers, s.rel)
+		}
+	}
+	return helpers, nil
+}
