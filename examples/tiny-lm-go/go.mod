@@ -1,0 +1,3 @@
+module tinylm
+
+go 1.26

@@ -1,0 +1,228 @@
+package scripted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ExhaustedStrategy is the Strategy of a round beyond the end of the plan,
+// which changes nothing.
+const ExhaustedStrategy = "scripted plan exhausted: no change"
+
+// commandWaitDelay bounds how long a cancelled command may keep its output
+// open through children it left behind.
+const commandWaitDelay = 5 * time.Second
+
+// ExitError is returned when the step asks the Researcher to fail with an
+// exit code.
+type ExitError struct {
+	Code int
+}
+
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("scripted researcher exits with code %d", e.Code)
+}
+
+// Run plays the plan's step for round (1-based) in dir, the experiment
+// directory, appends the round's Strategy row to the experiences file (a
+// relative path is taken from dir) and writes a human-readable log to out.
+//
+// A failing edit leaves every file as it was and returns an error naming the
+// file and the text it looked for. A step with an exit code returns an
+// *ExitError after doing everything else. When ctx ends first, Run returns
+// its error without the Strategy row or "Code ready".
+func Run(ctx context.Context, plan Plan, round int, dir, experiencesPath string, out io.Writer) error {
+	if round < 1 {
+		return fmt.Errorf("round %d: rounds start at 1", round)
+	}
+	if experiencesPath == "" {
+		return errors.New("no experiences file given")
+	}
+	if !filepath.IsAbs(experiencesPath) {
+		experiencesPath = filepath.Join(dir, experiencesPath)
+	}
+	step := Step{Strategy: ExhaustedStrategy}
+	if round <= len(plan.Rounds) {
+		step = plan.Rounds[round-1]
+	}
+	if err := step.Validate(); err != nil {
+		return fmt.Errorf("round %d: %w", round, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := play(ctx, step, round, dir, experiencesPath, out); err != nil {
+		return fmt.Errorf("round %d: %w", round, err)
+	}
+	if step.ExitCode != 0 {
+		fmt.Fprintf(out, "exit code %d\n", step.ExitCode)
+		return &ExitError{Code: step.ExitCode}
+	}
+	fmt.Fprintln(out, "Code ready")
+	return nil
+}
+
+func play(ctx context.Context, step Step, round int, dir, experiencesPath string, out io.Writer) error {
+	fmt.Fprintf(out, "round %d: %s\n", round, step.Strategy)
+	// os.Root keeps every file operation inside dir, symbolic links included.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+
+	if err := applyEdits(root, step.Edits, out); err != nil {
+		return err
+	}
+	for _, w := range step.Write {
+		if err := writeFile(root, w); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "write %s (%d bytes)\n", w.File, len(w.Content))
+	}
+	for _, name := range step.Delete {
+		if _, err := root.Lstat(name); err != nil {
+			return fmt.Errorf("delete %s: %w", name, err)
+		}
+		if err := root.RemoveAll(name); err != nil {
+			return fmt.Errorf("delete %s: %w", name, err)
+		}
+		fmt.Fprintf(out, "delete %s\n", name)
+	}
+	for _, command := range step.Run {
+		runCommand(ctx, dir, command, out)
+	}
+	if err := sleep(ctx, step.Sleep.Duration, out); err != nil {
+		return err
+	}
+	return appendStrategy(experiencesPath, round, step.Strategy)
+}
+
+// applyEdits applies all edits in memory before writing any file, so that
+// a plan error never leaves a half-edited tree behind.
+func applyEdits(root *os.Root, edits []Edit, out io.Writer) error {
+	type editedFile struct {
+		name    string
+		content string
+		mode    os.FileMode
+	}
+	var files []*editedFile
+	byName := map[string]*editedFile{}
+	var log []string
+	for _, e := range edits {
+		name := filepath.Clean(e.File)
+		f := byName[name]
+		if f == nil {
+			info, err := root.Stat(name)
+			if err != nil {
+				return fmt.Errorf("edit %s: %w", e.File, err)
+			}
+			data, err := root.ReadFile(name)
+			if err != nil {
+				return fmt.Errorf("edit %s: %w", e.File, err)
+			}
+			f = &editedFile{name: name, content: string(data), mode: info.Mode().Perm()}
+			byName[name] = f
+			files = append(files, f)
+		}
+		switch n := strings.Count(f.content, e.Old); n {
+		case 1:
+		case 0:
+			return fmt.Errorf("edit %s: %q not found", e.File, e.Old)
+		default:
+			return fmt.Errorf("edit %s: %q occurs %d times, want exactly once", e.File, e.Old, n)
+		}
+		f.content = strings.Replace(f.content, e.Old, e.New, 1)
+		log = append(log, fmt.Sprintf("edit %s: %q -> %q", e.File, e.Old, e.New))
+	}
+	for _, f := range files {
+		if err := root.WriteFile(f.name, []byte(f.content), f.mode); err != nil {
+			return fmt.Errorf("edit %s: %w", f.name, err)
+		}
+	}
+	for _, line := range log {
+		fmt.Fprintln(out, line)
+	}
+	return nil
+}
+
+func writeFile(root *os.Root, w FileContent) error {
+	if parent := filepath.Dir(w.File); parent != "." {
+		if err := root.MkdirAll(parent, 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", w.File, err)
+		}
+	}
+	if err := root.WriteFile(w.File, []byte(w.Content), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", w.File, err)
+	}
+	return nil
+}
+
+// runCommand runs one shell command; its failure is part of the scenario
+// (e.g. a refused git write), so it is reported, not returned.
+func runCommand(ctx context.Context, dir, command string, out io.Writer) {
+	fmt.Fprintf(out, "run: %s\n", command)
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.Dir = dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.WaitDelay = commandWaitDelay
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(out, "run: %s: %v (ignored)\n", command, err)
+	}
+}
+
+// sleep waits for d; a Researcher whose context ends never reports its work.
+func sleep(ctx context.Context, d time.Duration, out io.Writer) error {
+	if d > 0 {
+		fmt.Fprintf(out, "sleep %s\n", d)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err()
+}
+
+// appendStrategy adds the round's row to the experiences table with only
+// the Round and Strategy columns filled in; the supervisor fills in the rest.
+func appendStrategy(path string, round int, strategy string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("experiences: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("experiences: %w", err)
+	}
+	row := fmt.Sprintf("| %d |  |  |  | %s |  |  |\n", round, tableCell(strategy))
+	if size := info.Size(); size > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, size-1); err != nil {
+			return fmt.Errorf("experiences: %w", err)
+		}
+		if last[0] != '\n' {
+			row = "\n" + row
+		}
+	}
+	if _, err := f.WriteString(row); err != nil {
+		return fmt.Errorf("experiences: %w", err)
+	}
+	return f.Close()
+}
+
+// tableCell makes text safe for one cell of a Markdown table row: one line,
+// with pipes escaped.
+func tableCell(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
+}
