@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+)
+
+// experimentFlags are the flags that find an experiment and its worktree.
+type experimentFlags struct {
+	file     string
+	worktree string
+}
+
+func (f *experimentFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.file, "file", "f", "experiment.yaml", "the AutoResearch experiment file")
+	cmd.Flags().StringVar(&f.worktree, "worktree", "", "where the experiment's worktree lives (default: spec.workspace.path, else ../autoresearch-<name> next to the repository)")
+}
+
+func (f *experimentFlags) load(ctx context.Context) (*runner.Experiment, error) {
+	return runner.LoadExperiment(ctx, f.file, f.worktree)
+}
+
+func newRunCommand() *cobra.Command {
+	var (
+		flags   experimentFlags
+		verbose bool
+		grace   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run -f experiment.yaml",
+		Short: "Run the loop on this machine until the target or maxRounds; Ctrl-C stops after the current step, the same command resumes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, abort := context.WithCancel(cmd.Context())
+			defer abort()
+			x, err := flags.load(ctx)
+			if err != nil {
+				return err
+			}
+			stop := make(chan struct{})
+			signals := make(chan os.Signal, 2)
+			signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(signals)
+			go func() {
+				<-signals
+				fmt.Fprintln(cmd.ErrOrStderr(), "\nStopping after the current step; press Ctrl-C again to abort it now.")
+				close(stop)
+				<-signals
+				fmt.Fprintln(cmd.ErrOrStderr(), "\nAborting the current step; the next run restarts its round.")
+				abort()
+			}()
+			st, err := runner.Run(ctx, x, runner.Options{
+				Out: cmd.OutOrStdout(), Verbose: verbose, Stop: stop, Grace: grace, KillGrace: grace,
+			})
+			if err != nil {
+				return err
+			}
+			if st.Phase == v1alpha1.PhaseFailed {
+				return &exitError{code: 2, err: fmt.Errorf("experiment failed: %s", st.Message)}
+			}
+			return nil
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "stream the Researcher's, training's and evaluation's output")
+	cmd.Flags().DurationVar(&grace, "grace", runner.DefaultGrace, "buffer past a time limit before SIGTERM, and between SIGTERM and SIGKILL")
+	return cmd
+}

@@ -1,0 +1,171 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+// The Researcher commands of the tests call `autoresearch researcher
+// scripted`, so the tests build the real binary once and put it on PATH.
+func TestMain(m *testing.M) {
+	bin, err := os.MkdirTemp("", "autoresearch-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	_, self, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(self), "..", "..")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "autoresearch"), "./cmd/autoresearch")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building autoresearch: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// The supervisor must not depend on anyone's git configuration.
+	os.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	code := m.Run()
+	os.RemoveAll(bin)
+	os.Exit(code)
+}
+
+// newRepo commits files into a fresh repository and returns its path.
+func newRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	repo := filepath.Join(t.TempDir(), "repo")
+	writeFiles(t, repo, files)
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "-c", "user.name=test", "-c", "user.email=test@localhost", "commit", "-q", "-m", "baseline")
+	return repo
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func load(t *testing.T, repo, file string) *Experiment {
+	t.Helper()
+	x, err := LoadExperiment(context.Background(), filepath.Join(repo, file), filepath.Join(filepath.Dir(repo), "worktree"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// run runs the experiment with short grace periods and returns its status
+// and printed output.
+func run(t *testing.T, x *Experiment, opts Options) (v1alpha1.AutoResearchStatus, string) {
+	t.Helper()
+	var out bytes.Buffer
+	opts.Out = &out
+	if opts.Grace == 0 {
+		opts.Grace = 2 * time.Second
+	}
+	if opts.KillGrace == 0 {
+		opts.KillGrace = time.Second
+	}
+	ctx := context.Background()
+	st, err := Run(ctx, x, opts)
+	if err != nil {
+		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
+	}
+	return st, out.String()
+}
+
+func ledger(t *testing.T, x *Experiment) workspace.Ledger {
+	t.Helper()
+	l, err := workspace.ReadLedger(filepath.Join(x.Worktree, filepath.FromSlash(x.Subdir), "experiences.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func verdicts(l workspace.Ledger) []string {
+	var out []string
+	for _, r := range l.Rows {
+		out = append(out, fmt.Sprintf("%d:%s", r.Round, r.Verdict))
+	}
+	return out
+}
+
+// toyFiles is a fast experiment in shell: train.sh (variable) writes its
+// SCORE into out.txt, eval.sh (fixed) prints it as `score`, maximized.
+func toyFiles(plan, extraSpec string) map[string]string {
+	return map[string]string{
+		".gitignore": "out.txt\n",
+		"train.sh":   "#!/bin/sh\nSCORE=10\necho \"step 1 loss=0.5\"\necho $SCORE > out.txt\n",
+		"eval.sh":    "#!/bin/sh\ntest -f out.txt || { echo 'no model' >&2; exit 1; }\necho \"score: $(cat out.txt)\"\n",
+		"prepare.sh": "#!/bin/sh\necho ready\n",
+		"README.md":  "a toy experiment\n",
+		"plan.yaml":  plan,
+		"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 3
+  fixed:
+    files: [eval.sh, prepare.sh, plan.yaml]
+    timeLimit: 10s
+  variable:
+    files: [train.sh]
+  train:
+    command: "./prepare.sh && ./train.sh"
+  eval:
+    metric: score
+    direction: maximize
+    command: "./eval.sh"
+  researcher:
+    command: "autoresearch researcher scripted --plan plan.yaml"
+    timeout: 20s
+` + extraSpec,
+	}
+}

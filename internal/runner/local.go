@@ -1,0 +1,721 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+const (
+	stateFile  = "state.json"
+	notesFile  = "notes.txt"
+	resultFile = "researcher-result.json"
+	// recentRounds is how many rounds of the ledger the prompt shows, as in the seed.
+	recentRounds = 5
+	// DefaultGrace is the buffer past the time limit before a process is
+	// stopped (the seed's time_limit + 30 s), and again before it is killed.
+	DefaultGrace = 30 * time.Second
+)
+
+// Options configure a local run.
+type Options struct {
+	// Out receives progress and reports.
+	Out io.Writer
+	// Verbose also streams the user processes' output to Out.
+	Verbose bool
+	// Stop, when closed, ends the run after the current step.
+	Stop <-chan struct{}
+	// Grace is the buffer past a time limit before SIGTERM; KillGrace the
+	// time between SIGTERM and SIGKILL. Both default to DefaultGrace.
+	Grace, KillGrace time.Duration
+	// Python runs kernel parity checks; defaults to python3.
+	Python string
+	// Now is the clock; defaults to time.Now.
+	Now func() time.Time
+}
+
+// Local runs one experiment on this machine.
+type Local struct {
+	x      *Experiment
+	spec   v1alpha1.AutoResearchSpec
+	opts   Options
+	status v1alpha1.AutoResearchStatus
+	ws     *workspace.Workspace
+	out    *reporter
+	// memoryGB is the last training run's peak memory, for results.tsv.
+	memoryGB string
+}
+
+// Run runs the experiment until it finishes, fails, is suspended or is
+// stopped, and returns its final status. An interrupted run resumes where it
+// stopped the next time Run is called with the same experiment.
+func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearchStatus, error) {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Grace == 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.KillGrace == 0 {
+		opts.KillGrace = DefaultGrace
+	}
+	if opts.Python == "" {
+		opts.Python = "python3"
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}}
+	err := l.run(ctx)
+	return l.status, err
+}
+
+func (l *Local) run(ctx context.Context) error {
+	obs, err := l.load(ctx)
+	if err != nil {
+		return err
+	}
+	l.out.start(l)
+	for {
+		stopping := l.stopRequested()
+		out, err := l.next(obs, stopping)
+		if err != nil {
+			return err
+		}
+		var wait *round.Observation
+		for _, a := range out.Actions {
+			o, err := l.perform(ctx, a)
+			if err != nil {
+				return fmt.Errorf("R%d %s: %w", a.Round, a.Type, err)
+			}
+			if o != nil {
+				wait = o
+			}
+		}
+		if wait == nil {
+			l.out.stopped(l, stopping)
+			return nil
+		}
+		obs = *wait
+	}
+}
+
+// next feeds one observation to the engine and saves the new status. While
+// stopping, the engine sees the loop suspended, so it records the step that
+// just finished and starts nothing new.
+func (l *Local) next(obs round.Observation, stopping bool) (round.Output, error) {
+	spec := *l.spec.DeepCopy()
+	notes, err := l.x.Notes()
+	if err != nil {
+		return round.Output{}, err
+	}
+	spec.Guidance = append(spec.Guidance, notes...)
+	if stopping {
+		spec.Suspend = true
+	}
+	prev := l.status
+	out := round.Next(round.Input{Spec: &spec, Status: l.status, Generation: 1, Observation: obs, Now: l.opts.Now()})
+	l.status = out.Status
+	if err := l.save(); err != nil {
+		return out, err
+	}
+	l.out.progress(l, prev, out.Status)
+	return out, nil
+}
+
+func (l *Local) stopRequested() bool {
+	select {
+	case <-l.opts.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// load restores the saved status, or rebuilds it from the ledger of a
+// worktree whose state file is gone, and says how the engine should start.
+func (l *Local) load(ctx context.Context) (round.Observation, error) {
+	data, err := os.ReadFile(filepath.Join(l.x.StateDir(), stateFile))
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &l.status); err != nil {
+			return round.Observation{}, fmt.Errorf("reading the saved state: %w (delete %s to rebuild it from experiences.md)", err, filepath.Join(l.x.StateDir(), stateFile))
+		}
+		if err := l.openWorkspace(); err != nil {
+			return round.Observation{}, err
+		}
+		return round.Observation{Kind: round.ObserveResumed}, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return round.Observation{}, err
+	}
+	if _, err := os.Stat(l.x.Worktree); err == nil {
+		if err := l.rebuildFromLedger(ctx); err != nil {
+			return round.Observation{}, err
+		}
+		return round.Observation{Kind: round.ObserveResumed}, nil
+	}
+	return round.Observation{Kind: round.ObserveTick}, nil
+}
+
+func (l *Local) openWorkspace() error {
+	if l.status.Workspace == nil {
+		return nil
+	}
+	ws, err := workspace.Open(l.x.Worktree, l.x.Subdir, l.x.Object.Name)
+	if err != nil {
+		return fmt.Errorf("the saved state names the worktree %s, but: %w", l.x.Worktree, err)
+	}
+	l.ws = ws
+	return nil
+}
+
+// rebuildFromLedger is the seed's recovery from experiences.md alone: the
+// rounds with a verdict are done, the best is the committed HEAD.
+func (l *Local) rebuildFromLedger(ctx context.Context) error {
+	ws, err := workspace.Open(l.x.Worktree, l.x.Subdir, l.x.Object.Name)
+	if err != nil {
+		return err
+	}
+	ledger, err := workspace.ReadLedger(ws.ExperiencesPath())
+	if err != nil {
+		return err
+	}
+	l.ws = ws
+	if ledger.Status == "not_started" || len(ledger.Rows) == 0 {
+		return nil
+	}
+	head, err := ws.Head(ctx)
+	if err != nil {
+		return err
+	}
+	start, err := gitOutput(ctx, ws.Root, "rev-list", "--max-parents=0", "--first-parent", "HEAD")
+	if err != nil {
+		return err
+	}
+	hashes, err := ws.HashFiles(l.spec.Fixed.Files)
+	if err != nil {
+		return err
+	}
+	st := v1alpha1.AutoResearchStatus{
+		Phase:     v1alpha1.PhaseRunning,
+		Workspace: &v1alpha1.WorkspaceStatus{Path: ws.Root, Branch: ws.Branch, StartCommit: start, FixedFileHashes: fileHashes(hashes)},
+	}
+	for _, row := range ledger.Rows {
+		value := resultValue(row.Result)
+		switch {
+		case row.Round == 0 && value != "":
+			st.Baseline = &v1alpha1.BaselineResult{Value: value}
+		case row.Round > 0 && row.Verdict != "":
+			st.CompletedRounds = int32(row.Round)
+			st.LastVerdict = v1alpha1.Verdict(row.Verdict)
+		}
+	}
+	if st.Baseline == nil {
+		// No baseline yet: measure it again.
+		l.status = v1alpha1.AutoResearchStatus{}
+		return nil
+	}
+	st.Round = st.CompletedRounds
+	st.Best = &v1alpha1.BestResult{Round: int32(ledger.BestRound), Value: ledger.Best, Commit: head}
+	if ledger.Best == "" {
+		st.Best = &v1alpha1.BestResult{Value: st.Baseline.Value, Commit: head}
+	}
+	l.status = st
+	fmt.Fprintf(l.opts.Out, "No saved state: rebuilt from %s — %d rounds done, best %s=%s.\n", ws.ExperiencesPath(), st.CompletedRounds, l.spec.Eval.Metric, st.Best.Value)
+	return nil
+}
+
+func (l *Local) save() error {
+	if l.status.Workspace == nil {
+		return nil
+	}
+	data, err := json.MarshalIndent(l.status, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := l.x.StateDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, stateFile))
+}
+
+// perform does one action. It returns the observation for actions the
+// engine waits on, nil for the others, and an error only when the
+// supervisor itself cannot go on (git or the file system failed).
+func (l *Local) perform(ctx context.Context, a round.Action) (*round.Observation, error) {
+	switch a.Type {
+	case round.ActionPrepareWorkspace:
+		return l.prepareWorkspace(ctx)
+	case round.ActionRunResearcher:
+		return l.runResearcher(ctx, a)
+	case round.ActionCheckCompliance:
+		return l.checkCompliance(ctx, a)
+	case round.ActionRunTrain:
+		return l.runTrain(ctx, a)
+	case round.ActionRunEval:
+		return l.runEval(ctx, a)
+	case round.ActionCommit:
+		return l.commit(ctx, a)
+	case round.ActionRollback:
+		if err := l.ws.Rollback(ctx, a.BaseCommit); err != nil {
+			return nil, err
+		}
+		return &round.Observation{Kind: round.ObserveRolledBack, Round: a.Round}, nil
+	case round.ActionRecord:
+		return nil, l.record(ctx, a)
+	case round.ActionWarn:
+		l.out.warn(a.Message)
+		return nil, nil
+	case round.ActionFinish:
+		return nil, l.finish(ctx, a)
+	}
+	return nil, fmt.Errorf("unknown action %q", a.Type)
+}
+
+func (l *Local) prepareWorkspace(ctx context.Context) (*round.Observation, error) {
+	failed := func(err error) (*round.Observation, error) {
+		return &round.Observation{Kind: round.ObserveWorkspaceFailed, Error: err.Error()}, nil
+	}
+	ws, warnings, err := workspace.Create(ctx, l.x.Repo, l.x.Subdir, l.x.Worktree, l.x.Object.Name)
+	if err != nil {
+		return failed(err)
+	}
+	for _, w := range warnings {
+		l.out.warn(w)
+	}
+	ledger := workspace.Ledger{Metric: l.spec.Eval.Metric, MaxRounds: int(l.spec.MaxRounds), Status: "not_started"}
+	if err := ws.Init(ctx, ledger, l.spec.Eval.Metric, nil); err != nil {
+		return failed(err)
+	}
+	hashes, err := ws.HashFiles(l.spec.Fixed.Files)
+	if err != nil {
+		return failed(fmt.Errorf("fixed files: %w", err))
+	}
+	head, err := ws.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.ws = ws
+	return &round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
+		Path: ws.Root, Branch: ws.Branch, StartCommit: head, FixedHashes: fileHashes(hashes),
+	}}, nil
+}
+
+func (l *Local) roundDir(n int32) string {
+	return filepath.Join(l.ws.StateDir(), fmt.Sprintf("round-%d", n))
+}
+
+func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Observation, error) {
+	// Every round starts from its base commit, whatever an interrupted run left.
+	if err := l.ws.Rollback(ctx, a.BaseCommit); err != nil {
+		return nil, err
+	}
+	ledger, err := workspace.ReadLedger(l.ws.ExperiencesPath())
+	if err != nil {
+		return nil, err
+	}
+	text, err := prompt.Render(prompt.Data{
+		Metric:           l.spec.Eval.Metric,
+		Direction:        string(l.spec.Eval.Direction),
+		Round:            a.Round,
+		MaxRounds:        max(l.spec.MaxRounds, a.Round),
+		ResearchQuestion: l.spec.ResearchQuestion,
+		FixedFiles:       l.spec.Fixed.Files,
+		VariableFiles:    l.spec.Variable.Files,
+		VariableRange:    l.spec.Variable.Range,
+		TimeLimit:        l.spec.Fixed.TimeLimit.Duration.String(),
+		EpochLimit:       l.spec.Fixed.EpochLimit,
+		ProfileCommand:   profileCommand(l.spec),
+		RecentRounds:     recentRounds,
+		Experiences:      ledger.Snippet(recentRounds),
+		ExperiencesPath:  "experiences.md",
+		Guidance:         a.Guidance,
+	})
+	if err != nil {
+		return nil, err
+	}
+	dir := l.roundDir(a.Round)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	promptPath := filepath.Join(dir, "prompt.md")
+	if err := os.WriteFile(promptPath, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	resultPath := filepath.Join(dir, resultFile)
+	_ = os.Remove(resultPath)
+	// The ledger is the supervisor's: keep its bytes and put them back after
+	// the Researcher, taking only the Strategy it added.
+	saved, err := l.saveLedger()
+	if err != nil {
+		return nil, err
+	}
+	exit, err := Process{
+		Command: l.spec.Researcher.Command,
+		Dir:     l.ws.Dir,
+		Env: append(l.baseEnv(a.Round),
+			"AUTORESEARCH_PROMPT_FILE="+promptPath,
+			"AUTORESEARCH_EXPERIENCES="+l.ws.ExperiencesPath(),
+			"AUTORESEARCH_RESULT_FILE="+resultPath,
+			"AUTORESEARCH_LOG_DIR="+dir,
+		),
+		Timeout:   l.spec.ResearcherTimeout(),
+		KillGrace: l.opts.KillGrace,
+		LogPath:   filepath.Join(dir, "researcher.log"),
+		Live:      l.live(),
+	}.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	strategy := workspace.StrategyFrom(l.ws.ExperiencesPath(), int(a.Round))
+	if err := restoreFiles(saved); err != nil {
+		return nil, err
+	}
+	usage, err := readUsage(resultPath)
+	if err != nil {
+		l.out.warn(err.Error())
+	}
+	return &round.Observation{Kind: round.ObserveResearcherFinished, Round: a.Round, Researcher: &round.ResearcherResult{
+		Exit: exit, Strategy: strategy, Usage: usage,
+	}}, nil
+}
+
+func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Observation, error) {
+	// Helper files that kept rounds added belong to the Researcher too.
+	helpers, err := l.ws.HelperFiles(ctx, l.status.Workspace.StartCommit)
+	if err != nil {
+		return nil, err
+	}
+	variable := append(slices.Clone(l.spec.Variable.Files), helpers...)
+	report, err := l.ws.CheckCompliance(ctx, a.BaseCommit, l.spec.Fixed.Files, variable)
+	if err != nil {
+		return nil, err
+	}
+	res := &round.ComplianceResult{}
+	if !report.OK() {
+		res.Violation = report.Summary()
+	}
+	if p := l.spec.Profile; p != nil && p.Command != "" {
+		res.Advisory = l.profileAdvisory(a.Round)
+	}
+	if res.Violation == "" && len(l.spec.KernelTargets) > 0 {
+		var targets []parity.Target
+		for _, k := range l.spec.KernelTargets {
+			targets = append(targets, parity.Target{Name: k.Name, NewModule: k.NewModule, BaselineModule: k.BaselineModule, Fixture: k.Fixture, Atol: k.Atol, Rtol: k.Rtol})
+		}
+		failure, err := parity.Check(ctx, l.opts.Python, l.ws.Dir, targets)
+		if err != nil {
+			return nil, err
+		}
+		if failure != nil {
+			res.Parity = failure.Line
+		}
+	}
+	return &round.Observation{Kind: round.ObserveComplianceChecked, Round: a.Round, Compliance: res}, nil
+}
+
+// profileAdvisory is the seed's Step 2.5: missing profile artifacts are
+// flagged in the Insight, never a compliance failure.
+func (l *Local) profileAdvisory(n int32) string {
+	for _, name := range []string{"before", "analysis"} {
+		p := filepath.Join(l.ws.Dir, "profiles", fmt.Sprintf("round-%d-%s.md", n, name))
+		if _, err := os.Stat(p); err != nil {
+			return "perf mode but no profile artifacts found — Researcher skipped discipline"
+		}
+	}
+	return ""
+}
+
+func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observation, error) {
+	logPath := filepath.Join(l.roundDir(a.Round), "train.log")
+	if a.Sample > 0 {
+		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("train-%d.log", a.Sample))
+	}
+	limit := l.spec.Fixed.TimeLimit.Duration
+	env := append(l.baseEnv(a.Round), "AUTORESEARCH_TIME_LIMIT="+limit.String())
+	if e := l.spec.EpochLimitString(); e != "" {
+		env = append(env, "AUTORESEARCH_EPOCH_LIMIT="+e)
+	}
+	exit, err := Process{
+		Command: l.spec.Train.Command, Dir: l.ws.Dir, Env: append(env, envVars(l.spec.Train.Env)...),
+		Timeout: limit + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(),
+	}.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		return nil, err
+	}
+	res := &round.TrainResult{Exit: exit, Divergence: metric.Divergence(string(log))}
+	values := metric.All(string(log))
+	for _, name := range []string{"loss", "train_loss"} {
+		if v, ok := values[name]; ok {
+			res.FinalLoss = v.Raw
+		}
+	}
+	if v, ok := values["memory_gb"]; ok {
+		res.MemoryGB = v.Raw
+	} else if v, ok := values["peak_vram_mb"]; ok {
+		res.MemoryGB = metric.Format(v.Value / 1024)
+	}
+	l.memoryGB = res.MemoryGB
+	return &round.Observation{Kind: round.ObserveTrainFinished, Round: a.Round, Train: res}, nil
+}
+
+func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation, error) {
+	obs := &round.Observation{Kind: round.ObserveEvalFinished, Round: a.Round, Eval: &round.EvalResult{}}
+	changed, err := l.ws.VerifyHashes(hashMap(l.status.Workspace.FixedFileHashes))
+	if err != nil {
+		return nil, err
+	}
+	if len(changed) > 0 {
+		obs.Eval.FixedFilesChanged = changed
+		return obs, nil
+	}
+	logPath := filepath.Join(l.roundDir(a.Round), "eval.log")
+	if a.Sample > 0 {
+		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("eval-%d.log", a.Sample))
+	}
+	exit, err := Process{
+		Command: l.spec.Eval.Command, Dir: l.ws.Dir, Env: append(l.baseEnv(a.Round), envVars(l.spec.Train.Env)...),
+		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(),
+	}.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		return nil, err
+	}
+	v, ok, err := metric.Find(string(log), l.spec.Eval.Metric, l.spec.Eval.Pattern)
+	if err != nil {
+		return nil, err
+	}
+	obs.Eval.Exit, obs.Eval.Found, obs.Eval.Value = exit, ok, v.Raw
+	return obs, nil
+}
+
+func (l *Local) commit(ctx context.Context, a round.Action) (*round.Observation, error) {
+	head, err := l.ws.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A commit that happened before an interruption is not made twice.
+	if head == a.BaseCommit {
+		if head, err = l.ws.Commit(ctx, a.Message); err != nil {
+			return nil, err
+		}
+	}
+	return &round.Observation{Kind: round.ObserveCommitted, Round: a.Round, Commit: head}, nil
+}
+
+// record writes the round's row to experiences.md and results.tsv, with the
+// header taken from the status after the round.
+func (l *Local) record(ctx context.Context, a round.Action) error {
+	r := a.Record
+	ledger, err := workspace.ReadLedger(l.ws.ExperiencesPath())
+	if err != nil {
+		return err
+	}
+	l.ledgerHeader(&ledger, "running")
+	result := "—"
+	if r.Value != "" {
+		result = l.spec.Eval.Metric + "=" + r.Value
+	}
+	ledger.Upsert(workspace.LedgerRow{
+		Round: int(r.Round), Compliance: r.Compliance, Result: result, Verdict: string(r.Verdict),
+		Strategy: r.Strategy, Insight: r.Insight, Note: r.Note,
+	})
+	if err := workspace.WriteLedger(l.ws.ExperiencesPath(), ledger); err != nil {
+		return err
+	}
+	commit := r.Commit
+	if commit == "" {
+		if commit, err = l.ws.Head(ctx); err != nil {
+			return err
+		}
+	}
+	value, status := r.Value, "discard"
+	switch r.Verdict {
+	case v1alpha1.VerdictImproved, v1alpha1.VerdictBaseline:
+		status = "keep"
+	case v1alpha1.VerdictTrainFailed, v1alpha1.VerdictTrainTimeout, v1alpha1.VerdictEvalFailed, v1alpha1.VerdictResearcherFailed:
+		status, value = "crash", "0"
+	}
+	description := r.Strategy
+	if r.Verdict != v1alpha1.VerdictImproved && r.Verdict != v1alpha1.VerdictBaseline {
+		description = strings.TrimSpace(fmt.Sprintf("%s [%s]", r.Strategy, r.Verdict))
+	}
+	return workspace.AppendResult(l.ws.ResultsPath(), l.spec.Eval.Metric, workspace.ResultRow{
+		Commit: shortHash(commit), Value: value, MemoryGB: l.memoryGB, Status: status, Description: description,
+	})
+}
+
+func (l *Local) ledgerHeader(ledger *workspace.Ledger, status string) {
+	ledger.Metric = l.spec.Eval.Metric
+	ledger.Rounds = int(l.status.CompletedRounds)
+	ledger.MaxRounds = int(l.spec.MaxRounds)
+	ledger.Status = status
+	if b := l.status.Best; b != nil {
+		ledger.Best, ledger.BestRound = b.Value, int(b.Round)
+	}
+}
+
+func (l *Local) finish(ctx context.Context, a round.Action) error {
+	ledger, err := workspace.ReadLedger(l.ws.ExperiencesPath())
+	if err != nil {
+		return err
+	}
+	l.ledgerHeader(&ledger, a.LedgerStatus)
+	if err := workspace.WriteLedger(l.ws.ExperiencesPath(), ledger); err != nil {
+		return err
+	}
+	if _, err := l.ws.CommitLedger(ctx, fmt.Sprintf("autoresearch: ledger after round %d (%s)", a.Round, a.LedgerStatus)); err != nil {
+		return err
+	}
+	l.out.final(l, a, ledger)
+	return nil
+}
+
+// baseEnv is what every user process gets besides the runner's environment:
+// the round, and this binary's directory on PATH so that a Researcher
+// command can call `autoresearch`.
+func (l *Local) baseEnv(n int32) []string {
+	env := []string{"AUTORESEARCH_ROUND=" + strconv.Itoa(int(n)), "AUTORESEARCH_EXPERIMENT=" + l.x.Object.Name}
+	if self, err := os.Executable(); err == nil {
+		env = append(env, "PATH="+filepath.Dir(self)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	return env
+}
+
+func (l *Local) live() io.Writer {
+	if l.opts.Verbose {
+		return l.opts.Out
+	}
+	return nil
+}
+
+type savedFile struct {
+	path string
+	data []byte
+}
+
+func (l *Local) saveLedger() ([]savedFile, error) {
+	var saved []savedFile
+	for _, p := range []string{l.ws.ExperiencesPath(), l.ws.ResultsPath()} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		saved = append(saved, savedFile{p, data})
+	}
+	return saved, nil
+}
+
+func restoreFiles(saved []savedFile) error {
+	for _, f := range saved {
+		if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// researcherReport is what a Researcher may write to
+// $AUTORESEARCH_RESULT_FILE about its own consumption.
+type researcherReport struct {
+	InputTokens  int64  `json:"inputTokens"`
+	OutputTokens int64  `json:"outputTokens"`
+	Cost         string `json:"cost"`
+}
+
+func readUsage(path string) (v1alpha1.Usage, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return v1alpha1.Usage{}, nil
+	}
+	if err != nil {
+		return v1alpha1.Usage{}, err
+	}
+	var r researcherReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		return v1alpha1.Usage{}, fmt.Errorf("ignoring the Researcher's result file %s: %w", path, err)
+	}
+	return v1alpha1.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Cost: r.Cost}, nil
+}
+
+func profileCommand(s v1alpha1.AutoResearchSpec) string {
+	if s.Profile == nil {
+		return ""
+	}
+	return s.Profile.Command
+}
+
+func envVars(vars []corev1.EnvVar) []string {
+	var env []string
+	for _, v := range vars {
+		if v.ValueFrom == nil {
+			env = append(env, v.Name+"="+v.Value)
+		}
+	}
+	return env
+}
+
+func fileHashes(m map[string]string) []v1alpha1.FileHash {
+	var out []v1alpha1.FileHash
+	for p, h := range m {
+		out = append(out, v1alpha1.FileHash{Path: p, SHA256: h})
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.FileHash) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+func hashMap(hs []v1alpha1.FileHash) map[string]string {
+	m := make(map[string]string, len(hs))
+	for _, h := range hs {
+		m[h.Path] = h.SHA256
+	}
+	return m
+}
+
+// resultValue takes the number out of a ledger Result cell ("val_bpb=0.99").
+func resultValue(cell string) string {
+	if i := strings.LastIndexAny(cell, "=:"); i >= 0 {
+		cell = cell[i+1:]
+	}
+	cell = strings.TrimSpace(cell)
+	if _, err := metric.ParseDecimal(cell); err != nil {
+		return ""
+	}
+	return cell
+}
+
+func shortHash(h string) string {
+	if len(h) > 7 {
+		return h[:7]
+	}
+	return h
+}

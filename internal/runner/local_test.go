@@ -1,0 +1,396 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+const improvePlan = `rounds:
+  - strategy: "raise SCORE to 20"
+    edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=20"}]
+  - strategy: "lower SCORE to 5"
+    edits: [{file: train.sh, old: "SCORE=20", new: "SCORE=5"}]
+  - strategy: "raise SCORE to 30"
+    edits: [{file: train.sh, old: "SCORE=20", new: "SCORE=30"}]
+`
+
+func TestRunCommitsImprovementsAndRollsBackTheRest(t *testing.T) {
+	repo := newRepo(t, toyFiles(improvePlan, ""))
+	x := load(t, repo, "experiment.yaml")
+
+	st, out := run(t, x, Options{})
+
+	if st.Phase != v1alpha1.PhaseSucceeded {
+		t.Fatalf("phase %s (%s), want Succeeded\n%s", st.Phase, st.Message, out)
+	}
+	want := []string{"0:baseline", "1:improved", "2:not_improved", "3:improved"}
+	if diff := cmp.Diff(want, verdicts(ledger(t, x))); diff != "" {
+		t.Errorf("ledger verdicts (-want +got):\n%s", diff)
+	}
+	if st.Best.Value != "30" || st.Best.Round != 3 {
+		t.Errorf("best = %+v, want 30 from round 3", st.Best)
+	}
+	wt := x.Worktree
+	if got := readFile(t, filepath.Join(wt, "train.sh")); !strings.Contains(got, "SCORE=30") {
+		t.Errorf("worktree train.sh = %q, want the round 3 version", got)
+	}
+	log := git(t, wt, "log", "--format=%s")
+	for _, msg := range []string{
+		"autoresearch: round 1 — score=20 (improved)",
+		"autoresearch: round 3 — score=30 (improved)",
+		"autoresearch: ledger after round 3 (completed)",
+	} {
+		if !strings.Contains(log, msg) {
+			t.Errorf("git log lacks %q:\n%s", msg, log)
+		}
+	}
+	if strings.Contains(log, "round 2") {
+		t.Errorf("the rolled-back round 2 was committed:\n%s", log)
+	}
+	if s := git(t, wt, "status", "--porcelain"); s != "" {
+		t.Errorf("worktree not clean after the run:\n%s", s)
+	}
+	results := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(wt, "results.tsv"))), "\n")
+	if len(results) != 5 || results[0] != "commit\tscore\tmemory_gb\tstatus\tdescription" {
+		t.Errorf("results.tsv = %q, want a header and 4 rows", results)
+	}
+	if !strings.Contains(results[3], "\tdiscard\t") {
+		t.Errorf("round 2 in results.tsv = %q, want discard", results[3])
+	}
+	for _, line := range []string{
+		"Round 1/3: score=20 — improved",
+		"Best so far: score=20 (Round 1)",
+		"Round 2/3: score=5 — not_improved (rolled back)",
+		"# Autoresearch Complete",
+		"- Termination: MaxRoundsReached",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("output lacks %q:\n%s", line, out)
+		}
+	}
+	prompt := readFile(t, filepath.Join(x.StateDir(), "round-2", "prompt.md"))
+	if !strings.Contains(prompt, "This is Round 2 of 3.") || !strings.Contains(prompt, "raise SCORE to 20") {
+		t.Errorf("round 2 prompt lacks its round or the experience of round 1:\n%s", prompt)
+	}
+}
+
+func TestTamperingIsCaughtAndUndone(t *testing.T) {
+	// Every round would raise the score if it got through, and every round
+	// breaks a rule in another way.
+	plan := `rounds:
+  - strategy: "edit a fixed file"
+    edits:
+      - {file: train.sh, old: "SCORE=10", new: "SCORE=99"}
+      - {file: prepare.sh, old: "echo ready", new: "echo tampered"}
+  - strategy: "edit the eval code"
+    edits:
+      - {file: train.sh, old: "SCORE=10", new: "SCORE=99"}
+      - {file: eval.sh, old: "cat out.txt", new: "echo 1000"}
+  - strategy: "add an eval-like script"
+    edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=99"}]
+    write: [{file: my_eval.py, content: "print('score: 1000')\n"}]
+  - strategy: "commit my own change"
+    edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=99"}]
+    run: ["git -c user.name=r -c user.email=r@x commit -qam mine"]
+  - strategy: "reset the history"
+    edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=99"}]
+    run: ["git reset -q --hard HEAD~1 && git show HEAD@{1}:experiences.md > experiences.md"]
+  - strategy: "delete a tracked file"
+    edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=99"}]
+    delete: [README.md]
+`
+	files := toyFiles(plan, "")
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 6", 1)
+	repo := newRepo(t, files)
+	x := load(t, repo, "experiment.yaml")
+
+	st, out := run(t, x, Options{})
+
+	if got := st.VerdictCounts[v1alpha1.VerdictComplianceFailed]; got != 6 {
+		t.Fatalf("compliance_failed rounds = %d, want 6; ledger %v\n%s", got, verdicts(ledger(t, x)), out)
+	}
+	insights := map[int]string{}
+	for _, r := range ledger(t, x).Rows {
+		insights[r.Round] = r.Insight
+	}
+	for round, want := range map[int]string{
+		1: "prepare.sh", 2: "eval.sh", 3: "my_eval.py", 4: "git history changed", 5: "git history changed", 6: "README.md",
+	} {
+		if !strings.Contains(insights[round], want) {
+			t.Errorf("round %d insight %q does not name %q", round, insights[round], want)
+		}
+	}
+	wt := x.Worktree
+	start := st.Workspace.StartCommit
+	if got := git(t, wt, "log", "--format=%s", start+"..HEAD"); got != "autoresearch: ledger after round 6 (completed)" {
+		t.Errorf("commits since the start: %q; only the final ledger commit may be there", got)
+	}
+	if diff := git(t, wt, "diff", "--stat", start, "--", ".", ":!experiences.md", ":!results.tsv"); diff != "" {
+		t.Errorf("the worktree differs from the start:\n%s", diff)
+	}
+	if s := git(t, wt, "status", "--porcelain"); s != "" {
+		t.Errorf("left-overs in the worktree:\n%s", s)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "my_eval.py")); !os.IsNotExist(err) {
+		t.Errorf("my_eval.py survived: %v", err)
+	}
+}
+
+func TestProcessFailuresBecomeVerdicts(t *testing.T) {
+	cases := map[string]struct {
+		step    string
+		verdict v1alpha1.Verdict
+		insight string
+	}{
+		"researcher crash": {
+			step:    `{strategy: "crash", exitCode: 3}`,
+			verdict: v1alpha1.VerdictResearcherFailed, insight: "exited with code 3",
+		},
+		"researcher timeout": {
+			step:    `{strategy: "think forever", sleep: 30s}`,
+			verdict: v1alpha1.VerdictResearcherFailed, insight: "timeout",
+		},
+		"training crash": {
+			step:    `{strategy: "break training", edits: [{file: train.sh, old: "SCORE=10", new: "exit 7"}]}`,
+			verdict: v1alpha1.VerdictTrainFailed, insight: "code 7",
+		},
+		"training diverges": {
+			step:    `{strategy: "diverge", edits: [{file: train.sh, old: "loss=0.5", new: "loss=nan"}]}`,
+			verdict: v1alpha1.VerdictTrainFailed, insight: "diverged",
+		},
+		"training timeout": {
+			step:    `{strategy: "train too long", edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=10; sleep 60"}]}`,
+			verdict: v1alpha1.VerdictTrainTimeout, insight: "time limit",
+		},
+		"eval finds no metric": {
+			step:    `{strategy: "no model", edits: [{file: train.sh, old: "echo $SCORE > out.txt", new: "rm -f out.txt"}]}`,
+			verdict: v1alpha1.VerdictEvalFailed, insight: "never used",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			files := toyFiles("rounds:\n  - "+tc.step+"\n", "")
+			files["experiment.yaml"] = strings.NewReplacer(
+				"maxRounds: 3", "maxRounds: 1", "timeLimit: 10s", "timeLimit: 1s", "timeout: 20s", "timeout: 2s",
+			).Replace(files["experiment.yaml"])
+			repo := newRepo(t, files)
+			x := load(t, repo, "experiment.yaml")
+
+			st, out := run(t, x, Options{Grace: 500 * time.Millisecond, KillGrace: 500 * time.Millisecond})
+
+			if len(st.History) != 2 {
+				t.Fatalf("history %+v, want baseline and round 1\n%s", st.History, out)
+			}
+			got := st.History[1]
+			if got.Verdict != tc.verdict || !strings.Contains(got.Insight, tc.insight) {
+				t.Errorf("round 1: %s (%q), want %s with %q\n%s", got.Verdict, got.Insight, tc.verdict, tc.insight, out)
+			}
+			if s := git(t, x.Worktree, "status", "--porcelain"); s != "" {
+				t.Errorf("worktree not restored:\n%s", s)
+			}
+		})
+	}
+}
+
+func TestTrainingTimeoutKillsTheProcessGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	p := Process{
+		Command:   "sleep 60 & echo $! > " + pidFile + "; wait",
+		Dir:       t.TempDir(),
+		Timeout:   300 * time.Millisecond,
+		KillGrace: 300 * time.Millisecond,
+		LogPath:   filepath.Join(t.TempDir(), "log"),
+	}
+	exit, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exit.TimedOut {
+		t.Errorf("exit = %+v, want timed out", exit)
+	}
+	// The kill is asynchronous: give the child a moment to go.
+	pid := strings.TrimSpace(readFile(t, pidFile))
+	for range 50 {
+		if alive(pid) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if alive(pid) {
+		t.Errorf("the background child %s survived the group kill", pid)
+	}
+}
+
+// alive reports whether a process exists and is not a zombie.
+func alive(pid string) bool {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	return err == nil && !strings.Contains(string(stat), ") Z ")
+}
+
+func TestStopAfterStepThenResume(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "training-round-2")
+	files := toyFiles(improvePlan, "")
+	files["train.sh"] = "#!/bin/sh\nSCORE=10\n[ \"$AUTORESEARCH_ROUND\" = 2 ] && touch " + marker + " && sleep 1\necho $SCORE > out.txt\n"
+	repo := newRepo(t, files)
+	x := load(t, repo, "experiment.yaml")
+
+	stop := make(chan struct{})
+	go func() {
+		for {
+			if _, err := os.Stat(marker); err == nil {
+				close(stop)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	st, out := run(t, x, Options{Stop: stop})
+	if st.Phase != v1alpha1.PhaseSuspended || st.CurrentRound == nil || st.CurrentRound.Number != 2 ||
+		st.CurrentRound.Step != v1alpha1.StepEval || st.CurrentRound.StepState != v1alpha1.StepPending {
+		t.Fatalf("after the stop: phase %s, round %+v; want round 2 waiting to evaluate\n%s", st.Phase, st.CurrentRound, out)
+	}
+	if !strings.Contains(out, "Run the same command again to resume") {
+		t.Errorf("the stop is not explained:\n%s", out)
+	}
+	if got := readFile(t, filepath.Join(x.Worktree, "train.sh")); !strings.Contains(got, "SCORE=5") {
+		t.Errorf("the trained candidate was not kept for the resumed run: %q", got)
+	}
+
+	st, out = run(t, load(t, repo, "experiment.yaml"), Options{})
+	if st.Phase != v1alpha1.PhaseSucceeded {
+		t.Fatalf("resumed run ended %s: %s\n%s", st.Phase, st.Message, out)
+	}
+	want := []string{"0:baseline", "1:improved", "2:not_improved", "3:improved"}
+	if diff := cmp.Diff(want, verdicts(ledger(t, x))); diff != "" {
+		t.Errorf("ledger verdicts (-want +got):\n%s", diff)
+	}
+	if n := strings.Count(readFile(t, filepath.Join(x.Worktree, "results.tsv")), "\n"); n != 5 {
+		t.Errorf("results.tsv has %d lines, want a header and 4 rows", n)
+	}
+}
+
+func TestAbortMidRoundRestartsTheRound(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "training-round-2")
+	runs := filepath.Join(dir, "researcher-runs")
+	files := toyFiles(improvePlan, "")
+	files["train.sh"] = "#!/bin/sh\nSCORE=10\n[ \"$AUTORESEARCH_ROUND\" = 2 ] && [ ! -f " + marker + " ] && touch " + marker + " && sleep 30\necho $SCORE > out.txt\n"
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"],
+		`command: "autoresearch researcher scripted --plan plan.yaml"`,
+		`command: "echo $AUTORESEARCH_ROUND >> `+runs+` && autoresearch researcher scripted --plan plan.yaml"`, 1)
+	repo := newRepo(t, files)
+	x := load(t, repo, "experiment.yaml")
+
+	ctx, abort := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if _, err := os.Stat(marker); err == nil {
+				abort()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	if _, err := Run(ctx, x, Options{Grace: time.Second, KillGrace: time.Second}); err == nil {
+		t.Fatal("an aborted run returned no error")
+	}
+
+	st, out := run(t, load(t, repo, "experiment.yaml"), Options{})
+	if st.Phase != v1alpha1.PhaseSucceeded {
+		t.Fatalf("resumed run ended %s: %s\n%s", st.Phase, st.Message, out)
+	}
+	if !strings.Contains(out, "round 2 was interrupted before its verdict; rolled back and restarted") {
+		t.Errorf("the restart is not explained:\n%s", out)
+	}
+	if got := strings.Fields(readFile(t, runs)); !cmp.Equal(got, []string{"1", "2", "2", "3"}) {
+		t.Errorf("researcher runs by round = %v, want round 2 twice", got)
+	}
+	want := []string{"0:baseline", "1:improved", "2:not_improved", "3:improved"}
+	if diff := cmp.Diff(want, verdicts(ledger(t, x))); diff != "" {
+		t.Errorf("ledger verdicts (-want +got):\n%s", diff)
+	}
+}
+
+func TestRebuildsStateFromTheLedger(t *testing.T) {
+	files := toyFiles(improvePlan, "")
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
+	repo := newRepo(t, files)
+	x := load(t, repo, "experiment.yaml")
+	run(t, x, Options{})
+	if err := os.Remove(filepath.Join(x.StateDir(), stateFile)); err != nil {
+		t.Fatal(err)
+	}
+	raise(t, repo, "maxRounds: 1", "maxRounds: 2")
+
+	st, out := run(t, load(t, repo, "experiment.yaml"), Options{})
+
+	if !strings.Contains(out, "rebuilt from") || st.Phase != v1alpha1.PhaseSucceeded || st.CompletedRounds != 2 {
+		t.Fatalf("phase %s after %d rounds, want a rebuilt run to finish round 2\n%s", st.Phase, st.CompletedRounds, out)
+	}
+	want := []string{"0:baseline", "1:improved", "2:not_improved"}
+	if diff := cmp.Diff(want, verdicts(ledger(t, x))); diff != "" {
+		t.Errorf("ledger verdicts (-want +got):\n%s", diff)
+	}
+}
+
+func TestRaisingMaxRoundsContinuesAndNotesReachTheNextRound(t *testing.T) {
+	files := toyFiles(improvePlan, "")
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
+	repo := newRepo(t, files)
+	x := load(t, repo, "experiment.yaml")
+	if st, _ := run(t, x, Options{}); st.Phase != v1alpha1.PhaseSucceeded || st.CompletedRounds != 1 {
+		t.Fatalf("first run: %s after %d rounds", st.Phase, st.CompletedRounds)
+	}
+	if err := x.AddNote("try a cosine schedule"); err != nil {
+		t.Fatal(err)
+	}
+	raise(t, repo, "maxRounds: 1", "maxRounds: 2")
+
+	x = load(t, repo, "experiment.yaml")
+	st, out := run(t, x, Options{})
+
+	if st.Phase != v1alpha1.PhaseSucceeded || st.CompletedRounds != 2 {
+		t.Fatalf("second run: %s after %d rounds\n%s", st.Phase, st.CompletedRounds, out)
+	}
+	prompt := readFile(t, filepath.Join(x.StateDir(), "round-2", "prompt.md"))
+	if !strings.Contains(prompt, "try a cosine schedule") {
+		t.Errorf("round 2 prompt lacks the note:\n%s", prompt)
+	}
+	rows := ledger(t, x).Rows
+	if rows[2].Note != "try a cosine schedule" || rows[1].Note != "" {
+		t.Errorf("Note column = %q, %q; want the note on round 2 only", rows[1].Note, rows[2].Note)
+	}
+	if got := ledger(t, x).Status; got != "completed" {
+		t.Errorf("ledger status %q, want completed", got)
+	}
+}
+
+func TestSuspendedSpecRunsNothing(t *testing.T) {
+	repo := newRepo(t, toyFiles(improvePlan, "  suspend: true\n"))
+	x := load(t, repo, "experiment.yaml")
+
+	st, out := run(t, x, Options{})
+
+	if st.Phase != v1alpha1.PhaseSuspended || !strings.Contains(out, "Suspended (spec.suspend is true)") {
+		t.Fatalf("phase %s, want Suspended\n%s", st.Phase, out)
+	}
+	if _, err := os.Stat(x.Worktree); !os.IsNotExist(err) {
+		t.Errorf("a suspended experiment created its worktree: %v", err)
+	}
+}
+
+// raise edits the committed experiment file, as a user raising maxRounds would.
+func raise(t *testing.T, repo, old, new string) {
+	t.Helper()
+	p := filepath.Join(repo, "experiment.yaml")
+	if err := os.WriteFile(p, []byte(strings.Replace(readFile(t, p), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,194 @@
+package runner
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+// reporter prints the loop's progress in the seed's words: the round's task
+// list as its steps start and finish, a report after every round and the
+// final report.
+type reporter struct {
+	w io.Writer
+}
+
+func (r *reporter) printf(format string, args ...any) { fmt.Fprintf(r.w, format, args...) }
+
+func (r *reporter) start(l *Local) {
+	s, st := l.spec, l.status
+	baseline := "to be measured in round 0"
+	if st.Baseline != nil && st.Baseline.Value != "" {
+		baseline = st.Baseline.Value
+	} else if s.Baseline != nil && s.Baseline.Value != "" {
+		baseline = s.Baseline.Value
+	}
+	next := st.CompletedRounds + 1
+	if st.Workspace == nil {
+		next = 0
+	}
+	r.printf("Starting autoresearch: %s Round %d/%d. Baseline: %s = %s.\n", strings.TrimSpace(s.ResearchQuestion), next, s.MaxRounds, s.Eval.Metric, baseline)
+	r.printf("Worktree: %s (branch autoresearch/%s)\n", l.x.Worktree, l.x.Object.Name)
+}
+
+// progress prints what changed between two statuses.
+func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus) {
+	if prev.Workspace == nil && cur.Workspace != nil {
+		r.printf("Workspace ready at %s, starting from %s.\n", cur.Workspace.Path, shortHash(cur.Workspace.StartCommit))
+	}
+	for _, rec := range newRecords(prev, cur) {
+		r.roundReport(l, rec, cur)
+	}
+	c := cur.CurrentRound
+	if c == nil {
+		return
+	}
+	p := prev.CurrentRound
+	if p == nil || p.Number != c.Number {
+		if c.Number == 0 {
+			r.printf("\n── Round 0: baseline ──\n")
+		} else {
+			r.printf("\n── Round %d/%d ──\n", c.Number, l.spec.MaxRounds)
+			if c.Note != "" {
+				r.printf("  Note: %s\n", c.Note)
+			}
+		}
+		p = &v1alpha1.RoundStatus{Tasks: make([]string, len(c.Tasks))}
+	}
+	current := stepIndex(c.Step)
+	for i, t := range c.Tasks {
+		if i < len(p.Tasks) && p.Tasks[i] == t && !(i == current && p.Step != c.Step) {
+			continue
+		}
+		switch {
+		case i == current && c.StepState == v1alpha1.StepRunning:
+			r.printf("  ▸ %s\n", t)
+		case i < current:
+			r.printf("    %s\n", t)
+		}
+	}
+}
+
+// newRecords are the rounds that finished between two statuses.
+func newRecords(prev, cur v1alpha1.AutoResearchStatus) []v1alpha1.RoundRecord {
+	var last int32 = -1
+	if n := len(prev.History); n > 0 {
+		last = prev.History[n-1].Round
+	}
+	var out []v1alpha1.RoundRecord
+	for _, rec := range cur.History {
+		if rec.Round > last {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// roundReport is the seed's Step 7.
+func (r *reporter) roundReport(l *Local, rec v1alpha1.RoundRecord, cur v1alpha1.AutoResearchStatus) {
+	m := l.spec.Eval.Metric
+	if rec.Round == 0 {
+		r.printf("Baseline: %s=%s (%s)\n", m, rec.Value, rec.Insight)
+		return
+	}
+	git := "rolled back"
+	if rec.Commit != "" {
+		git = "committed " + shortHash(rec.Commit)
+	}
+	result := "no " + m
+	if rec.Value != "" {
+		result = m + "=" + rec.Value
+	}
+	r.printf("Round %d/%d: %s — %s (%s)\n", rec.Round, l.spec.MaxRounds, result, rec.Verdict, git)
+	if b := cur.Best; b != nil {
+		r.printf("  Best so far: %s=%s (Round %d)\n", m, b.Value, b.Round)
+	}
+	if rec.Verdict != v1alpha1.VerdictImproved && rec.Insight != "" {
+		r.printf("  Insight: %s\n", rec.Insight)
+	}
+}
+
+func (r *reporter) warn(msg string) { r.printf("⚠ %s\n", msg) }
+
+// stopped explains why the run returned without finishing.
+func (r *reporter) stopped(l *Local, stopping bool) {
+	st := l.status
+	switch {
+	case st.Phase == v1alpha1.PhaseFailed:
+		r.printf("\nFailed: %s\n", st.Message)
+	case stopping && st.Phase == v1alpha1.PhaseSuspended:
+		r.printf("\nStopped after the current step (%s). Run the same command again to resume.\n", st.Message)
+	case st.Phase == v1alpha1.PhaseSuspended:
+		r.printf("\nSuspended (spec.suspend is true): %s. Set suspend to false and run again to continue.\n", st.Message)
+	}
+}
+
+// final is the seed's final report.
+func (r *reporter) final(l *Local, a round.Action, ledger workspace.Ledger) {
+	m, st := l.spec.Eval.Metric, l.status
+	r.printf("\n# Autoresearch Complete\n\n## Result\n")
+	if b := st.Best; b != nil {
+		r.printf("- Best: %s = %s (Round %d)\n", m, b.Value, b.Round)
+	}
+	if b := st.Baseline; b != nil {
+		r.printf("- Baseline: %s = %s\n", m, b.Value)
+		if st.Best != nil {
+			r.printf("- Improvement: %s\n", improvement(b.Value, st.Best.Value))
+		}
+	}
+	r.printf("- Rounds: %d / %d\n", st.CompletedRounds, l.spec.MaxRounds)
+	r.printf("- Termination: %s\n", a.Reason)
+	r.printf("- Verdicts: %s\n", verdictSummary(st.VerdictCounts))
+	r.printf("- Ledger: %s, %s; best code on branch %s\n", l.ws.ExperiencesPath(), l.ws.ResultsPath(), l.ws.Branch)
+	r.printf("\n## Key Insights\n")
+	for _, row := range ledger.Rows {
+		if row.Round == 0 || row.Insight == "" {
+			continue
+		}
+		r.printf("- R%d %s: %s — %s\n", row.Round, row.Verdict, row.Strategy, row.Insight)
+	}
+}
+
+func verdictSummary(counts map[v1alpha1.Verdict]int32) string {
+	var parts []string
+	for v, n := range counts {
+		parts = append(parts, fmt.Sprintf("%s %d", v, n))
+	}
+	slices.Sort(parts)
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func stepIndex(s v1alpha1.Step) int {
+	return slices.Index([]v1alpha1.Step{
+		v1alpha1.StepResearcher, v1alpha1.StepCompliance, v1alpha1.StepTrain,
+		v1alpha1.StepEval, v1alpha1.StepGit, v1alpha1.StepTermination,
+	}, s)
+}
+
+// improvement is the change from the baseline to the best, with its share.
+func improvement(baseline, best string) string {
+	b, errB := metric.ParseDecimal(baseline)
+	v, errV := metric.ParseDecimal(best)
+	if errB != nil || errV != nil {
+		return "—"
+	}
+	delta := v - b
+	text := metric.Format(delta)
+	if delta > 0 {
+		text = "+" + text
+	}
+	if b != 0 {
+		text += fmt.Sprintf(" (%+.1f%%)", 100*delta/math.Abs(b))
+	}
+	return text
+}
