@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// execute runs the CLI in-process and returns its output and error.
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// toyRepo commits an experiment whose Researcher is a shell command: it
+// doubles SCORE in train.sh and records its strategy.
+func toyRepo(t *testing.T, spec string) string {
+	t.Helper()
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	repo := filepath.Join(t.TempDir(), "repo")
+	files := map[string]string{
+		"train.sh":   "#!/bin/sh\nSCORE=10\necho $SCORE > out.txt\n",
+		"eval.sh":    "#!/bin/sh\necho \"score: $(cat out.txt)\"\n",
+		".gitignore": "out.txt\n",
+		"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 1
+  fixed: {files: [eval.sh], timeLimit: 10s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh"}
+  eval: {metric: score, direction: maximize, command: "./eval.sh"}
+  researcher:
+    command: "sed -i s/SCORE=10/SCORE=20/ train.sh && echo '| 1 |  |  |  | double SCORE |  |  |' >> $AUTORESEARCH_EXPERIENCES"
+` + spec,
+	}
+	for name, content := range files {
+		p := filepath.Join(repo, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"}, {"add", "-A"},
+		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "baseline"},
+	} {
+		c := exec.Command("git", args...)
+		c.Dir = repo
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return repo
+}
+
+func TestRunStatusNote(t *testing.T) {
+	repo := toyRepo(t, "")
+	file := filepath.Join(repo, "experiment.yaml")
+	wt := filepath.Join(filepath.Dir(repo), "wt")
+
+	out, err := execute(t, "note", "-f", file, "--worktree", wt, "too early")
+	if err == nil || !strings.Contains(err.Error(), "spec.guidance") {
+		t.Errorf("note before the run: %v, want an error pointing to spec.guidance", err)
+	}
+
+	out, err = execute(t, "status", "-f", file, "--worktree", wt)
+	if err != nil || !strings.Contains(out, "has not started") {
+		t.Errorf("status before the run: %v\n%s", err, out)
+	}
+
+	out, err = execute(t, "run", "-f", file, "--worktree", wt)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Round 1/1: score=20 — improved", "# Autoresearch Complete"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run output lacks %q:\n%s", want, out)
+		}
+	}
+
+	if out, err = execute(t, "note", "-f", file, "--worktree", wt, "try", "a", "cosine", "schedule"); err != nil {
+		t.Fatalf("note: %v\n%s", err, out)
+	}
+	out, err = execute(t, "status", "-f", file, "--worktree", wt)
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	for _, want := range []string{"Phase:      Succeeded", "Best:       score=20 (round 1", "Baseline:   score=10", "try a cosine schedule", "double SCORE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunRejectsAnInvalidProtocol(t *testing.T) {
+	repo := toyRepo(t, "")
+	file := filepath.Join(repo, "experiment.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.NewReplacer("direction: maximize", "direction: up", "files: [eval.sh]", "files: [eval.sh, train.sh]").Replace(string(data))
+	if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = execute(t, "run", "-f", file)
+	if err == nil {
+		t.Fatal("an invalid protocol ran")
+	}
+	for _, want := range []string{`spec.eval.direction: must be maximize or minimize, got "up"`, `"train.sh" is both fixed and variable`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
+func TestImport(t *testing.T) {
+	dir := t.TempDir()
+	full := `# Autoresearch Protocol: Tiny LM
+
+research_question: Can a schedule help?
+max_rounds: 4
+
+## Fixed
+- files: eval.py
+- time_limit: 5min
+
+## Variable
+- files: train.py
+
+## Eval
+- metric: val_bpb
+- direction: minimize
+- command: python eval.py
+`
+	src := filepath.Join(dir, "autoresearch-protocol.md")
+	if err := os.WriteFile(src, []byte(full), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "experiment.yaml")
+
+	_, err := execute(t, "import", src, "-o", dst)
+
+	var exit *exitError
+	if !errors.As(err, &exit) || exit.code != 3 || !strings.Contains(err.Error(), "spec.researcher.command") {
+		t.Fatalf("import: %v, want exit code 3 naming spec.researcher.command", err)
+	}
+	data, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: tiny-lm", "timeLimit: 5m0s", "metric: val_bpb", "# MISSING: spec.researcher.command"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("imported YAML lacks %q:\n%s", want, data)
+		}
+	}
+}
