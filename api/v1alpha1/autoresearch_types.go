@@ -496,6 +496,7 @@ const (
 	ReasonImproving        = "Improving"
 	ReasonMeasuring        = "MeasuringBaseline"
 	ReasonInitializing     = "Initializing"
+	ReasonRoundRestarted   = "RoundRestarted"
 )
 
 // AutoResearchStatus is the loop's progress. It stays small: the full ledger

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,9 +145,6 @@ func (e *engine) tick(resumed bool) {
 		e.startStep()
 		return
 	}
-	if e.st.Phase == v1alpha1.PhaseSuspended {
-		e.st.Phase = e.activePhase()
-	}
 	e.emitStep()
 }
 
@@ -164,7 +162,7 @@ func (e *engine) restartInterrupted(cr *v1alpha1.RoundStatus) {
 		return
 	}
 	e.st.Message = fmt.Sprintf("round %d was interrupted before its verdict; rolled back and restarted", cr.Number)
-	e.emit(Action{Type: ActionWarn, Round: cr.Number, Reason: "RoundRestarted", Message: e.st.Message})
+	e.emit(Action{Type: ActionWarn, Round: cr.Number, Reason: v1alpha1.ReasonRoundRestarted, Message: e.st.Message})
 	cr.Step = v1alpha1.StepResearcher
 	cr.StepState = v1alpha1.StepPending
 	cr.Candidates = []v1alpha1.CandidateStatus{{Index: 0}}
@@ -331,6 +329,10 @@ func (e *engine) researcherFinished(r ResearcherResult) {
 
 func (e *engine) complianceChecked(r ComplianceResult) {
 	c := e.candidate()
+	if c.Strategy == "" && r.Strategy != "" {
+		c.Strategy = r.Strategy
+		e.setTask(0, "S1: Researcher — %s", r.Strategy)
+	}
 	switch {
 	case r.Violation != "":
 		c.Compliance = "❌ files: " + r.Violation
@@ -452,7 +454,8 @@ func (e *engine) judge(value, best float64) (v1alpha1.Verdict, string) {
 	if e.spec.Eval.Direction == v1alpha1.Maximize {
 		better = value > best
 	}
-	delta := math.Abs(value - best)
+	// Decimal inputs such as 1.0 and 0.98 must not differ by float residue.
+	delta, _ := strconv.ParseFloat(strconv.FormatFloat(math.Abs(value-best), 'g', 12, 64), 64)
 	margin := e.noiseMargin()
 	bestText := fmt.Sprintf("%s (R%d)", e.st.Best.Value, e.st.Best.Round)
 	switch {
@@ -811,15 +814,17 @@ func joinInsight(parts ...string) string {
 	return strings.Join(out, "; ")
 }
 
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	for len(string(r)) > n-1 {
-		r = r[:len(r)-1]
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
 	}
-	return string(r) + "…"
+	return s[:cut] + mark
 }
 
 func short(commit string) string {

@@ -134,6 +134,9 @@ type ResearcherResult struct {
 
 // ComplianceResult is the verdict of the compliance step.
 type ComplianceResult struct {
+	// Strategy is the Researcher's strategy when the adapter learns it only
+	// while checking compliance, as the operator does.
+	Strategy string
 	// Violation summarises the file rules broken; empty when none.
 	Violation string
 	// Parity is the PARITY_FAIL line of a failed kernel; empty when all pass.

@@ -1,0 +1,323 @@
+package round
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+// attempt scripts what one Researcher run of a round leads to.
+type attempt struct {
+	researcherExit int
+	violation      string
+	trainExit      int
+	// value is what the evaluation prints; "" prints no metric.
+	value string
+}
+
+// lab is a fake adapter: like the local runner, it performs the engine's
+// actions in order with scripted results and feeds back the result of the
+// one the engine waits for, until the engine waits for nothing.
+type lab struct {
+	d        *driver
+	baseline []string
+	// rounds holds each round's attempts; an interrupted round takes the
+	// next attempt when it restarts.
+	rounds map[int32][]attempt
+	// interrupt names an action ("R2 RunTrain") during which the process
+	// dies: run returns without a result, as after a crash.
+	interrupt string
+
+	head     string
+	trace    []string
+	ledger   []v1alpha1.RoundRecord
+	warnings []string
+	finish   *Action
+}
+
+func newLab(d *driver, baseline []string, rounds map[int32][]attempt) *lab {
+	return &lab{d: d, baseline: baseline, rounds: rounds}
+}
+
+// run feeds obs and performs actions until the engine waits for nothing or
+// the process is interrupted.
+func (l *lab) run(obs Observation) {
+	l.d.t.Helper()
+	for range 1000 {
+		var wait *Observation
+		for _, a := range l.d.next(obs) {
+			o, interrupted := l.perform(a)
+			if interrupted {
+				return
+			}
+			if o != nil {
+				wait = o
+			}
+		}
+		if wait == nil {
+			return
+		}
+		obs = *wait
+	}
+	l.d.t.Fatalf("the loop did not settle after 1000 steps; last trace: %v", l.trace[max(0, len(l.trace)-10):])
+}
+
+func (l *lab) perform(a Action) (*Observation, bool) {
+	name := fmt.Sprintf("R%d %s", a.Round, a.Type)
+	if name == l.interrupt {
+		l.interrupt = ""
+		l.trace = append(l.trace, name+" (interrupted)")
+		l.used(a.Round)
+		return nil, true
+	}
+	at := l.attempt(a.Round)
+	switch a.Type {
+	case ActionPrepareWorkspace:
+		l.head = startCommit
+		l.trace = append(l.trace, name)
+		return ptr(workspaceReady()), false
+	case ActionRunResearcher:
+		// The Researcher starts from the round's base commit.
+		l.head = a.BaseCommit
+		l.trace = append(l.trace, fmt.Sprintf("%s from %.7s", name, a.BaseCommit))
+		return ptr(researcherExit(a.Round, fmt.Sprintf("idea %d", a.Round), ProcessExit{ExitCode: at.researcherExit, Duration: researcherTime})), false
+	case ActionCheckCompliance:
+		l.trace = append(l.trace, name)
+		return ptr(compliance(a.Round, ComplianceResult{Violation: at.violation})), false
+	case ActionRunTrain:
+		l.trace = append(l.trace, name)
+		return ptr(train(a.Round, TrainResult{Exit: ProcessExit{ExitCode: at.trainExit, Duration: trainTime}})), false
+	case ActionRunEval:
+		l.trace = append(l.trace, name)
+		value := at.value
+		if a.Round == 0 {
+			value = l.baseline[a.Sample-1]
+		}
+		return ptr(eval(a.Round, EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: value != "", Value: value})), false
+	case ActionCommit:
+		l.head = commitOf(a.Round)
+		l.trace = append(l.trace, fmt.Sprintf("%s %.7s", name, l.head))
+		l.used(a.Round)
+		return ptr(committed(a.Round, l.head)), false
+	case ActionRollback:
+		l.head = a.BaseCommit
+		l.trace = append(l.trace, fmt.Sprintf("%s to %.7s", name, a.BaseCommit))
+		l.used(a.Round)
+		return ptr(rolledBack(a.Round)), false
+	case ActionRecord:
+		l.ledger = append(l.ledger, *a.Record)
+	case ActionWarn:
+		l.warnings = append(l.warnings, a.Reason)
+		if a.Reason == v1alpha1.ReasonPlateau {
+			l.trace = append(l.trace, name)
+		}
+	case ActionFinish:
+		l.finish = &a
+		l.trace = append(l.trace, fmt.Sprintf("%s %s", name, a.LedgerStatus))
+	}
+	return nil, false
+}
+
+// attempt is the script of round n's current Researcher run.
+func (l *lab) attempt(n int32) attempt {
+	if len(l.rounds[n]) == 0 {
+		return attempt{}
+	}
+	return l.rounds[n][0]
+}
+
+// used moves round n on to its next attempt.
+func (l *lab) used(n int32) {
+	if len(l.rounds[n]) > 0 {
+		l.rounds[n] = l.rounds[n][1:]
+	}
+}
+
+// rows summarises the ledger as "round verdict value".
+func (l *lab) rows() []string {
+	var out []string
+	for _, r := range l.ledger {
+		out = append(out, fmt.Sprintf("R%d %s %s", r.Round, r.Verdict, r.Value))
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestScenarioMeasuredBaselineToTarget(t *testing.T) {
+	d := newDriver(t, func(s *v1alpha1.AutoResearchSpec) {
+		s.Baseline = &v1alpha1.BaselineSpec{Runs: 3}
+		target := "0.9"
+		s.Target = &target
+	})
+	l := newLab(d, []string{"1.02", "1.0", "0.98"}, map[int32][]attempt{
+		1: {{value: "0.97"}},     // beats 1 by 0.03, inside the noise margin 2 × 0.02
+		2: {{researcherExit: 1}}, // crash
+		3: {{value: "0.95"}},     // improved
+		4: {{violation: "touched prepare.py"}},
+		5: {{trainExit: 1}},  // crash
+		6: {{value: "0.89"}}, // improved, reaches the target
+	})
+	l.run(tick())
+
+	wantRows := []string{
+		"R0 baseline 1",
+		"R1 within_noise 0.97",
+		"R2 researcher_failed ",
+		"R3 improved 0.95",
+		"R4 compliance_failed ",
+		"R5 train_failed ",
+		"R6 improved 0.89",
+	}
+	if diff := cmp.Diff(wantRows, l.rows()); diff != "" {
+		t.Errorf("ledger (-want +got):\n%s", diff)
+	}
+	wantTrace := []string{
+		"R0 PrepareWorkspace",
+		"R0 RunTrain", "R0 RunEval", "R0 RunTrain", "R0 RunEval", "R0 RunTrain", "R0 RunEval",
+		"R1 RunResearcher from 5a5a5a5", "R1 CheckCompliance", "R1 RunTrain", "R1 RunEval", "R1 Rollback to 5a5a5a5",
+		"R2 RunResearcher from 5a5a5a5", "R2 Rollback to 5a5a5a5",
+		"R3 RunResearcher from 5a5a5a5", "R3 CheckCompliance", "R3 RunTrain", "R3 RunEval", "R3 Commit abc0003",
+		"R4 RunResearcher from abc0003", "R4 CheckCompliance", "R4 Rollback to abc0003",
+		"R5 RunResearcher from abc0003", "R5 CheckCompliance", "R5 RunTrain", "R5 Rollback to abc0003",
+		"R6 RunResearcher from abc0003", "R6 CheckCompliance", "R6 RunTrain", "R6 RunEval", "R6 Commit abc0006",
+		"R6 Finish target_reached",
+	}
+	if diff := cmp.Diff(wantTrace, l.trace); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	type final struct {
+		Phase    v1alpha1.Phase
+		Baseline *v1alpha1.BaselineResult
+		Best     *v1alpha1.BestResult
+		Counts   map[v1alpha1.Verdict]int32
+		Usage    v1alpha1.Usage
+	}
+	st := d.st
+	got := final{st.Phase, st.Baseline, st.Best, st.VerdictCounts, st.Usage}
+	want := final{
+		Phase:    v1alpha1.PhaseSucceeded,
+		Baseline: &v1alpha1.BaselineResult{Value: "1", Stddev: "0.02", Samples: 3, Values: []string{"1.02", "1.0", "0.98"}},
+		Best:     &v1alpha1.BestResult{Round: 6, Value: "0.89", Commit: commitOf(6)},
+		Counts: map[v1alpha1.Verdict]int32{
+			v1alpha1.VerdictWithinNoise: 1, v1alpha1.VerdictResearcherFailed: 1, v1alpha1.VerdictImproved: 2,
+			v1alpha1.VerdictComplianceFailed: 1, v1alpha1.VerdictTrainFailed: 1,
+		},
+		// Three baseline runs and the four rounds that trained (R1, R3, R5,
+		// R6); R5's training crashed and was never evaluated.
+		Usage: v1alpha1.Usage{
+			GPUSeconds:        int64((3*(trainTime+evalTime) + 4*trainTime + 3*evalTime).Seconds()),
+			ResearcherSeconds: int64(6 * researcherTime.Seconds()),
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("final status (-want +got):\n%s", diff)
+	}
+}
+
+func TestScenarioMaximizeWithPlateauToMaxRounds(t *testing.T) {
+	d := newDriver(t, func(s *v1alpha1.AutoResearchSpec) {
+		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.Maximize
+		s.Baseline = &v1alpha1.BaselineSpec{Value: "0.5"}
+		s.MaxRounds = 5
+		s.PlateauRounds = 2
+	})
+	l := newLab(d, nil, map[int32][]attempt{
+		1: {{value: "0.6"}},
+		2: {{value: "0.55"}},
+		3: {{value: "0.6"}}, // equal: not an improvement
+		4: {{value: ""}},    // no metric
+		5: {{value: "0.7"}},
+	})
+	l.run(tick())
+
+	wantRows := []string{
+		"R0 baseline 0.5",
+		"R1 improved 0.6",
+		"R2 not_improved 0.55",
+		"R3 not_improved 0.6",
+		"R4 eval_failed ",
+		"R5 improved 0.7",
+	}
+	if diff := cmp.Diff(wantRows, l.rows()); diff != "" {
+		t.Errorf("ledger (-want +got):\n%s", diff)
+	}
+	// Two rounds without improvement (R2–R3) warn; R4 makes three, which
+	// does not complete another window before R5 improves.
+	if diff := cmp.Diff([]string{v1alpha1.ReasonPlateau}, l.warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if l.finish == nil || l.finish.LedgerStatus != "completed" || l.finish.Reason != v1alpha1.ReasonMaxRoundsReached {
+		t.Fatalf("finish = %+v, want completed after max rounds", l.finish)
+	}
+	type final struct {
+		Phase    v1alpha1.Phase
+		Best     *v1alpha1.BestResult
+		Degraded map[string]string
+	}
+	got := final{d.st.Phase, d.st.Best, conditions(d.st, v1alpha1.ConditionDegraded)}
+	want := final{
+		Phase:    v1alpha1.PhaseSucceeded,
+		Best:     &v1alpha1.BestResult{Round: 5, Value: "0.7", Commit: commitOf(5)},
+		Degraded: map[string]string{"Degraded": "False/Improving"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("final status (-want +got):\n%s", diff)
+	}
+}
+
+func TestScenarioInterruptedAndContinued(t *testing.T) {
+	d := newDriver(t, func(s *v1alpha1.AutoResearchSpec) {
+		s.Baseline = &v1alpha1.BaselineSpec{Value: "1.0"}
+		s.MaxRounds = 2
+	})
+	l := newLab(d, nil, map[int32][]attempt{
+		1: {{value: "0.9"}},
+		// The first attempt of round 2 dies during training; the restart
+		// is a new Researcher run from the same base.
+		2: {{value: "0.1"}, {value: "1.5"}},
+		3: {{value: "0.8"}},
+	})
+	l.interrupt = "R2 RunTrain"
+	l.run(tick())
+	if d.st.CurrentRound == nil || d.st.CurrentRound.Step != v1alpha1.StepTrain {
+		t.Fatalf("after the interruption the status is at %+v, want R2 Train", d.st.CurrentRound)
+	}
+	l.run(resumed())
+	if d.st.Phase != v1alpha1.PhaseSucceeded {
+		t.Fatalf("phase = %s, want Succeeded after round 2", d.st.Phase)
+	}
+	d.spec.MaxRounds = 3
+	l.run(tick())
+
+	wantRows := []string{
+		"R0 baseline 1.0",
+		"R1 improved 0.9",
+		"R2 not_improved 1.5",
+		"R3 improved 0.8",
+	}
+	if diff := cmp.Diff(wantRows, l.rows()); diff != "" {
+		t.Errorf("ledger (-want +got):\n%s", diff)
+	}
+	wantTrace := []string{
+		"R0 PrepareWorkspace",
+		"R1 RunResearcher from 5a5a5a5", "R1 CheckCompliance", "R1 RunTrain", "R1 RunEval", "R1 Commit abc0001",
+		"R2 RunResearcher from abc0001", "R2 CheckCompliance", "R2 RunTrain (interrupted)",
+		"R2 RunResearcher from abc0001", "R2 CheckCompliance", "R2 RunTrain", "R2 RunEval", "R2 Rollback to abc0001",
+		"R2 Finish completed",
+		"R3 RunResearcher from abc0001", "R3 CheckCompliance", "R3 RunTrain", "R3 RunEval", "R3 Commit abc0003",
+		"R3 Finish completed",
+	}
+	if diff := cmp.Diff(wantTrace, l.trace); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"RoundRestarted"}, l.warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&v1alpha1.BestResult{Round: 3, Value: "0.8", Commit: commitOf(3)}, d.st.Best); diff != "" {
+		t.Errorf("best (-want +got):\n%s", diff)
+	}
+}
