@@ -34,7 +34,13 @@ func copyExample(t *testing.T, name string) string {
 			return nil
 		}
 		data, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = string(data)
+		text := string(data)
+		if rel == "experiment.yaml" {
+			// A busy machine must not turn the plan's verdicts into timeouts:
+			// the examples train a fixed number of steps well within this.
+			text = strings.Replace(text, "timeLimit: 60s", "timeLimit: 10m", 1)
+		}
+		files[filepath.ToSlash(rel)] = text
 		return err
 	})
 	if err != nil {
