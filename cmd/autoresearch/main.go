@@ -1,6 +1,8 @@
 // Command autoresearch runs the research loop on one machine and holds the
 // small tools around it: status, guidance notes, protocol import and the
-// scripted Researcher.
+// scripted Researcher. On Kubernetes, the operator's pods run its step
+// commands: exec wraps a user's training or evaluation command, and
+// workspace performs the supervisor's git and ledger steps.
 package main
 
 import (
@@ -38,6 +40,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newStatusCommand(), newNoteCommand(), newImportCommand(), newResearcherCommand())
+	root.AddCommand(newRunCommand(), newStatusCommand(), newNoteCommand(), newImportCommand(), newResearcherCommand(),
+		newExecCommand(), newWorkspaceCommand(), newInstallCommand())
 	return root
 }

@@ -26,7 +26,6 @@ func execute(t *testing.T, args ...string) (string, error) {
 // doubles SCORE in train.sh and records its strategy.
 func toyRepo(t *testing.T, spec string) string {
 	t.Helper()
-	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
 	repo := filepath.Join(t.TempDir(), "repo")
 	files := map[string]string{
 		"train.sh":   "#!/bin/sh\nSCORE=10\necho $SCORE > out.txt\n",
@@ -47,8 +46,25 @@ spec:
     command: "sed -i s/SCORE=10/SCORE=20/ train.sh && echo '| 1 |  |  |  | double SCORE |  |  |' >> $AUTORESEARCH_EXPERIENCES"
 ` + spec,
 	}
+	commitRepo(t, repo, files)
+	return repo
+}
+
+// commitRepo makes dir a repository whose one commit holds files.
+func commitRepo(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	writeTestFiles(t, dir, files)
+	testGit(t, dir, "init", "-q", "-b", "main")
+	testGit(t, dir, "add", "-A")
+	testGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "baseline")
+}
+
+func writeTestFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	for name, content := range files {
-		p := filepath.Join(repo, name)
+		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -56,17 +72,17 @@ spec:
 			t.Fatal(err)
 		}
 	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"}, {"add", "-A"},
-		{"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "baseline"},
-	} {
-		c := exec.Command("git", args...)
-		c.Dir = repo
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+}
+
+func testGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return repo
+	return strings.TrimSpace(string(out))
 }
 
 func TestRunStatusNote(t *testing.T) {

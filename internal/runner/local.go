@@ -17,9 +17,10 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
-	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -295,31 +296,19 @@ func (l *Local) perform(ctx context.Context, a round.Action) (*round.Observation
 }
 
 func (l *Local) prepareWorkspace(ctx context.Context) (*round.Observation, error) {
-	failed := func(err error) (*round.Observation, error) {
-		return &round.Observation{Kind: round.ObserveWorkspaceFailed, Error: err.Error()}, nil
-	}
-	ws, warnings, err := workspace.Create(ctx, l.x.Repo, l.x.Subdir, l.x.Worktree, l.x.Object.Name)
-	if err != nil {
-		return failed(err)
-	}
+	ws, res, warnings, err := supervisor.CreateWorkspace(ctx, supervisor.WorkspaceOptions{
+		Repo: l.x.Repo, Subdir: l.x.Subdir, Worktree: l.x.Worktree, Name: l.x.Object.Name,
+		Metric: l.spec.Eval.Metric, MaxRounds: l.spec.MaxRounds, Fixed: l.spec.Fixed.Files,
+	})
 	for _, w := range warnings {
 		l.out.warn(w)
 	}
-	ledger := workspace.Ledger{Metric: l.spec.Eval.Metric, MaxRounds: int(l.spec.MaxRounds), Status: "not_started"}
-	if err := ws.Init(ctx, ledger, l.spec.Eval.Metric, nil); err != nil {
-		return failed(err)
-	}
-	hashes, err := ws.HashFiles(l.spec.Fixed.Files)
 	if err != nil {
-		return failed(fmt.Errorf("fixed files: %w", err))
-	}
-	head, err := ws.Head(ctx)
-	if err != nil {
-		return nil, err
+		return &round.Observation{Kind: round.ObserveWorkspaceFailed, Error: err.Error()}, nil
 	}
 	l.ws = ws
 	return &round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
-		Path: ws.Root, Branch: ws.Branch, StartCommit: head, FixedHashes: fileHashes(hashes),
+		Path: ws.Root, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: fileHashes(res.FixedHashes),
 	}}, nil
 }
 
@@ -329,7 +318,7 @@ func (l *Local) roundDir(n int32) string {
 
 func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Observation, error) {
 	// Every round starts from its base commit, whatever an interrupted run left.
-	if err := l.ws.Rollback(ctx, a.BaseCommit); err != nil {
+	if err := supervisor.PrepareRound(ctx, l.ws, a.Round, a.BaseCommit, l.ws.StateDir()); err != nil {
 		return nil, err
 	}
 	ledger, err := workspace.ReadLedger(l.ws.ExperiencesPath())
@@ -366,12 +355,6 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	}
 	resultPath := filepath.Join(dir, resultFile)
 	_ = os.Remove(resultPath)
-	// The ledger is the supervisor's: keep its bytes and put them back after
-	// the Researcher, taking only the Strategy it added.
-	saved, err := l.saveLedger()
-	if err != nil {
-		return nil, err
-	}
 	exit, err := Process{
 		Command: l.spec.Researcher.Command,
 		Dir:     l.ws.Dir,
@@ -389,8 +372,8 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	if err != nil {
 		return nil, err
 	}
-	strategy := workspace.StrategyFrom(l.ws.ExperiencesPath(), int(a.Round))
-	if err := restoreFiles(saved); err != nil {
+	strategy, err := supervisor.FinishResearch(l.ws, a.Round, l.ws.StateDir())
+	if err != nil {
 		return nil, err
 	}
 	usage, err := readUsage(resultPath)
@@ -403,49 +386,16 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 }
 
 func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Observation, error) {
-	// Helper files that kept rounds added belong to the Researcher too.
-	helpers, err := l.ws.HelperFiles(ctx, l.status.Workspace.StartCommit)
+	res, err := supervisor.CheckCompliance(ctx, l.ws, &l.spec, a.Round, a.BaseCommit, l.status.Workspace.StartCommit)
 	if err != nil {
 		return nil, err
 	}
-	variable := append(slices.Clone(l.spec.Variable.Files), helpers...)
-	report, err := l.ws.CheckCompliance(ctx, a.BaseCommit, l.spec.Fixed.Files, variable)
-	if err != nil {
+	if err := supervisor.CheckParity(ctx, &res, l.opts.Python, l.ws.Dir, l.spec.KernelTargets); err != nil {
 		return nil, err
 	}
-	res := &round.ComplianceResult{}
-	if !report.OK() {
-		res.Violation = report.Summary()
-	}
-	if p := l.spec.Profile; p != nil && p.Command != "" {
-		res.Advisory = l.profileAdvisory(a.Round)
-	}
-	if res.Violation == "" && len(l.spec.KernelTargets) > 0 {
-		var targets []parity.Target
-		for _, k := range l.spec.KernelTargets {
-			targets = append(targets, parity.Target{Name: k.Name, NewModule: k.NewModule, BaselineModule: k.BaselineModule, Fixture: k.Fixture, Atol: k.Atol, Rtol: k.Rtol})
-		}
-		failure, err := parity.Check(ctx, l.opts.Python, l.ws.Dir, targets)
-		if err != nil {
-			return nil, err
-		}
-		if failure != nil {
-			res.Parity = failure.Line
-		}
-	}
-	return &round.Observation{Kind: round.ObserveComplianceChecked, Round: a.Round, Compliance: res}, nil
-}
-
-// profileAdvisory is the seed's Step 2.5: missing profile artifacts are
-// flagged in the Insight, never a compliance failure.
-func (l *Local) profileAdvisory(n int32) string {
-	for _, name := range []string{"before", "analysis"} {
-		p := filepath.Join(l.ws.Dir, "profiles", fmt.Sprintf("round-%d-%s.md", n, name))
-		if _, err := os.Stat(p); err != nil {
-			return "perf mode but no profile artifacts found — Researcher skipped discipline"
-		}
-	}
-	return ""
+	return &round.Observation{Kind: round.ObserveComplianceChecked, Round: a.Round, Compliance: &round.ComplianceResult{
+		Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory,
+	}}, nil
 }
 
 func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observation, error) {
@@ -469,25 +419,16 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 	if err != nil {
 		return nil, err
 	}
-	res := &round.TrainResult{Exit: exit, Divergence: metric.Divergence(string(log))}
-	values := metric.All(string(log))
-	for _, name := range []string{"loss", "train_loss"} {
-		if v, ok := values[name]; ok {
-			res.FinalLoss = v.Raw
-		}
-	}
-	if v, ok := values["memory_gb"]; ok {
-		res.MemoryGB = v.Raw
-	} else if v, ok := values["peak_vram_mb"]; ok {
-		res.MemoryGB = metric.Format(v.Value / 1024)
-	}
+	res := supervisor.ReadTrainLog(string(log))
 	l.memoryGB = res.MemoryGB
-	return &round.Observation{Kind: round.ObserveTrainFinished, Round: a.Round, Train: res}, nil
+	return &round.Observation{Kind: round.ObserveTrainFinished, Round: a.Round, Train: &round.TrainResult{
+		Exit: exit, Divergence: res.Divergence, FinalLoss: res.FinalLoss, MemoryGB: res.MemoryGB,
+	}}, nil
 }
 
 func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation, error) {
 	obs := &round.Observation{Kind: round.ObserveEvalFinished, Round: a.Round, Eval: &round.EvalResult{}}
-	changed, err := l.ws.VerifyHashes(hashMap(l.status.Workspace.FixedFileHashes))
+	changed, err := supervisor.ChangedFixedFiles(l.ws.Dir, hashMap(l.status.Workspace.FixedFileHashes))
 	if err != nil {
 		return nil, err
 	}
@@ -510,90 +451,31 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	if err != nil {
 		return nil, err
 	}
-	v, ok, err := metric.Find(string(log), l.spec.Eval.Metric, l.spec.Eval.Pattern)
+	res, err := supervisor.ReadEvalLog(string(log), l.spec.Eval.Metric, l.spec.Eval.Pattern)
 	if err != nil {
 		return nil, err
 	}
-	obs.Eval.Exit, obs.Eval.Found, obs.Eval.Value = exit, ok, v.Raw
+	obs.Eval.Exit, obs.Eval.Found, obs.Eval.Value = exit, res.Found, res.Value
 	return obs, nil
 }
 
 func (l *Local) commit(ctx context.Context, a round.Action) (*round.Observation, error) {
-	head, err := l.ws.Head(ctx)
+	commit, err := supervisor.Commit(ctx, l.ws, a.BaseCommit, a.Message)
 	if err != nil {
 		return nil, err
 	}
-	// A commit that happened before an interruption is not made twice.
-	if head == a.BaseCommit {
-		if head, err = l.ws.Commit(ctx, a.Message); err != nil {
-			return nil, err
-		}
-	}
-	return &round.Observation{Kind: round.ObserveCommitted, Round: a.Round, Commit: head}, nil
+	return &round.Observation{Kind: round.ObserveCommitted, Round: a.Round, Commit: commit}, nil
 }
 
 // record writes the round's row to experiences.md and results.tsv, with the
 // header taken from the status after the round.
 func (l *Local) record(ctx context.Context, a round.Action) error {
-	r := a.Record
-	ledger, err := workspace.ReadLedger(l.ws.ExperiencesPath())
-	if err != nil {
-		return err
-	}
-	l.ledgerHeader(&ledger, "running")
-	result := "—"
-	if r.Value != "" {
-		result = l.spec.Eval.Metric + "=" + r.Value
-	}
-	ledger.Upsert(workspace.LedgerRow{
-		Round: int(r.Round), Compliance: r.Compliance, Result: result, Verdict: string(r.Verdict),
-		Strategy: r.Strategy, Insight: r.Insight, Note: r.Note,
-	})
-	if err := workspace.WriteLedger(l.ws.ExperiencesPath(), ledger); err != nil {
-		return err
-	}
-	commit := r.Commit
-	if commit == "" {
-		if commit, err = l.ws.Head(ctx); err != nil {
-			return err
-		}
-	}
-	value, status := r.Value, "discard"
-	switch r.Verdict {
-	case v1alpha1.VerdictImproved, v1alpha1.VerdictBaseline:
-		status = "keep"
-	case v1alpha1.VerdictTrainFailed, v1alpha1.VerdictTrainTimeout, v1alpha1.VerdictEvalFailed, v1alpha1.VerdictResearcherFailed:
-		status, value = "crash", "0"
-	}
-	description := r.Strategy
-	if r.Verdict != v1alpha1.VerdictImproved && r.Verdict != v1alpha1.VerdictBaseline {
-		description = strings.TrimSpace(fmt.Sprintf("%s [%s]", r.Strategy, r.Verdict))
-	}
-	return workspace.AppendResult(l.ws.ResultsPath(), l.spec.Eval.Metric, workspace.ResultRow{
-		Commit: shortHash(commit), Value: value, MemoryGB: l.memoryGB, Status: status, Description: description,
-	})
-}
-
-func (l *Local) ledgerHeader(ledger *workspace.Ledger, status string) {
-	ledger.Metric = l.spec.Eval.Metric
-	ledger.Rounds = int(l.status.CompletedRounds)
-	ledger.MaxRounds = int(l.spec.MaxRounds)
-	ledger.Status = status
-	if b := l.status.Best; b != nil {
-		ledger.Best, ledger.BestRound = b.Value, int(b.Round)
-	}
+	return supervisor.Record(ctx, l.ws, steps.NewLedgerUpdate(&l.spec, &l.status, "running", a.Record, l.memoryGB))
 }
 
 func (l *Local) finish(ctx context.Context, a round.Action) error {
-	ledger, err := workspace.ReadLedger(l.ws.ExperiencesPath())
+	ledger, err := supervisor.Finish(ctx, l.ws, steps.NewLedgerUpdate(&l.spec, &l.status, a.LedgerStatus, nil, ""))
 	if err != nil {
-		return err
-	}
-	l.ledgerHeader(&ledger, a.LedgerStatus)
-	if err := workspace.WriteLedger(l.ws.ExperiencesPath(), ledger); err != nil {
-		return err
-	}
-	if _, err := l.ws.CommitLedger(ctx, fmt.Sprintf("autoresearch: ledger after round %d (%s)", a.Round, a.LedgerStatus)); err != nil {
 		return err
 	}
 	l.out.final(l, a, ledger)
@@ -614,32 +496,6 @@ func (l *Local) baseEnv(n int32) []string {
 func (l *Local) live() io.Writer {
 	if l.opts.Verbose {
 		return l.opts.Out
-	}
-	return nil
-}
-
-type savedFile struct {
-	path string
-	data []byte
-}
-
-func (l *Local) saveLedger() ([]savedFile, error) {
-	var saved []savedFile
-	for _, p := range []string{l.ws.ExperiencesPath(), l.ws.ResultsPath()} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		saved = append(saved, savedFile{p, data})
-	}
-	return saved, nil
-}
-
-func restoreFiles(saved []savedFile) error {
-	for _, f := range saved {
-		if err := os.WriteFile(f.path, f.data, 0o644); err != nil {
-			return err
-		}
 	}
 	return nil
 }

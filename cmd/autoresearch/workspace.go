@@ -1,0 +1,330 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+func newWorkspaceCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "workspace",
+		Short: "The supervisor's steps on the workspace volume, as the operator runs them in pods: init, prepare, check, commit, rollback, finish",
+	}
+	cmd.AddCommand(newWorkspaceInitCommand(), newWorkspacePrepareCommand(), newWorkspaceCheckCommand(),
+		newWorkspaceGitCommand(steps.GitCommit), newWorkspaceGitCommand(steps.GitRollback), newWorkspaceFinishCommand())
+	return cmd
+}
+
+// worktreeFlags find the experiment's worktree; steps.Worktree builds them.
+type worktreeFlags struct {
+	dir, subdir, name string
+}
+
+func (f *worktreeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.dir, "worktree", steps.WorktreeDir, "the experiment's worktree")
+	cmd.Flags().StringVar(&f.subdir, "subdir", ".", "the experiment directory inside the worktree")
+	cmd.Flags().StringVar(&f.name, "name", "", "the experiment; its branch is autoresearch/<name>")
+	_ = cmd.MarkFlagRequired("name")
+}
+
+func (f *worktreeFlags) open() (*workspace.Workspace, error) {
+	return workspace.Open(f.dir, f.subdir, f.name)
+}
+
+// ledgerStepFlags are the flags of the steps that write the ledger: the
+// worktree, and a steps.LedgerUpdate as JSON.
+type ledgerStepFlags struct {
+	worktreeFlags
+	ledger   string
+	required bool
+}
+
+func (f *ledgerStepFlags) register(cmd *cobra.Command, usage string, required bool) {
+	f.worktreeFlags.register(cmd)
+	cmd.Flags().StringVar(&f.ledger, "ledger", "", usage)
+	if f.required = required; required {
+		_ = cmd.MarkFlagRequired("ledger")
+	}
+}
+
+// open reads the ledger update, nil when none is given, then opens the
+// worktree: a malformed command line changes nothing.
+func (f *ledgerStepFlags) open() (*workspace.Workspace, *steps.LedgerUpdate, error) {
+	var u *steps.LedgerUpdate
+	switch {
+	case f.ledger != "":
+		u = &steps.LedgerUpdate{}
+		if err := json.Unmarshal([]byte(f.ledger), u); err != nil {
+			return nil, nil, fmt.Errorf("--ledger: %w", err)
+		}
+	case f.required:
+		return nil, nil, fmt.Errorf("--ledger is empty")
+	}
+	ws, err := f.worktreeFlags.open()
+	return ws, u, err
+}
+
+func newWorkspaceInitCommand() *cobra.Command {
+	var (
+		wt        worktreeFlags
+		repo      string
+		src       supervisor.Source
+		metric    string
+		maxRounds int32
+		fixed     []string
+		result    string
+	)
+	cmd := &cobra.Command{
+		Use:   "init --name NAME --metric M --max-rounds N --fixed FILE... [--clone-url URL --ref REF]",
+		Short: "Clone the source when asked, create the worktree on branch autoresearch/<name>, start the ledger and hash the fixed files",
+		Long: `Clones --clone-url into --repo unless it holds a clone already, checks out
+--ref, then creates the worktree, starts the ledger and hashes the fixed
+files. https credentials come from $GIT_USERNAME and $GIT_PASSWORD, an ssh
+key from --ssh-key. The result is a WorkspaceResult; on failure its error
+says why and the command exits with 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			src.Username, src.Password = os.Getenv("GIT_USERNAME"), os.Getenv("GIT_PASSWORD")
+			res, err := func() (steps.WorkspaceResult, error) {
+				if err := supervisor.CheckoutSource(cmd.Context(), src, repo); err != nil {
+					return steps.WorkspaceResult{}, err
+				}
+				_, res, warnings, err := supervisor.CreateWorkspace(cmd.Context(), supervisor.WorkspaceOptions{
+					Repo: repo, Subdir: wt.subdir, Worktree: wt.dir, Name: wt.name,
+					Metric: metric, MaxRounds: maxRounds, Fixed: fixed,
+				})
+				for _, w := range warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+				}
+				return res, err
+			}()
+			if err != nil {
+				res.Error = err.Error()
+				if len(res.Error) > maxErrorBytes {
+					res.Error = strings.ToValidUTF8(res.Error[:maxErrorBytes], "") + "…"
+				}
+			}
+			if werr := writeResult(result, &res); werr != nil {
+				return werr
+			}
+			return err
+		},
+	}
+	wt.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&repo, "repo", steps.SourceDir, "the repository holding the experiment, or where to clone it")
+	fl.StringVar(&src.URL, "clone-url", "", "clone this repository into --repo unless it holds a clone already")
+	fl.StringVar(&src.Ref, "ref", "", "the branch, tag or commit to start from")
+	fl.StringVar(&src.SSHKeyFile, "ssh-key", "", "the private key for an ssh --clone-url")
+	fl.StringVar(&metric, "metric", "", "the metric, for the ledger headers")
+	fl.Int32Var(&maxRounds, "max-rounds", 0, "the protocol's maxRounds, for the ledger header")
+	fl.StringArrayVar(&fixed, "fixed", nil, "a fixed file to hash, relative to the experiment directory (repeatable)")
+	fl.StringVar(&result, "result", steps.TerminationMessagePath, "where the JSON result goes")
+	return cmd
+}
+
+// maxErrorBytes keeps a failed init's error, which may quote git at length,
+// well inside a termination message.
+const maxErrorBytes = 2048
+
+func newWorkspacePrepareCommand() *cobra.Command {
+	var (
+		f        ledgerStepFlags
+		stateDir string
+		round    int32
+		base     string
+	)
+	cmd := &cobra.Command{
+		Use:   "prepare --name NAME --round N --base SHA [--ledger JSON]",
+		Short: "Before a Researcher: record a pending ledger row, put the worktree back on the round's base and back up the ledger",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, u, err := f.open()
+			if err != nil {
+				return err
+			}
+			if u != nil {
+				if err := supervisor.Record(cmd.Context(), ws, *u); err != nil {
+					return err
+				}
+			}
+			return supervisor.PrepareRound(cmd.Context(), ws, round, base, stateDir)
+		},
+	}
+	f.register(cmd, "a ledger update to record first, as JSON", false)
+	cmd.Flags().StringVar(&stateDir, "state-dir", steps.StateDir, "where the supervisor keeps the ledger backup")
+	cmd.Flags().Int32Var(&round, "round", 0, "the round")
+	cmd.Flags().StringVar(&base, "base", "", "the commit the round starts from")
+	_ = cmd.MarkFlagRequired("base")
+	return cmd
+}
+
+func newWorkspaceCheckCommand() *cobra.Command {
+	var (
+		wt          worktreeFlags
+		stateDir    string
+		round       int32
+		base, start string
+		specJSON    string
+		specFile    string
+		alsoWrite   string
+		result      string
+	)
+	cmd := &cobra.Command{
+		Use:   "check --name NAME --round N --base SHA --start SHA --spec JSON|--spec-file FILE",
+		Short: "After a Researcher: take its Strategy, restore the ledger and check which files it changed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec, err := readSpec(specJSON, specFile)
+			if err != nil {
+				return err
+			}
+			ws, err := wt.open()
+			if err != nil {
+				return err
+			}
+			strategy, err := supervisor.FinishResearch(ws, round, stateDir)
+			if err != nil {
+				return err
+			}
+			res, err := supervisor.CheckCompliance(cmd.Context(), ws, spec, round, base, start)
+			if err != nil {
+				return err
+			}
+			res.Strategy = strategy
+			for _, p := range []string{alsoWrite, result} {
+				if p == "" {
+					continue
+				}
+				if err := writeResult(p, &res); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	wt.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&stateDir, "state-dir", steps.StateDir, "where the supervisor keeps the ledger backup")
+	fl.Int32Var(&round, "round", 0, "the round")
+	fl.StringVar(&base, "base", "", "the commit the round started from")
+	fl.StringVar(&start, "start", "", "the experiment's start commit")
+	fl.StringVar(&specJSON, "spec", "", "the AutoResearch spec, as JSON")
+	fl.StringVar(&specFile, "spec-file", "", "a file holding the AutoResearch spec, as JSON or YAML")
+	fl.StringVar(&alsoWrite, "also-write", "", "a second file for the result, for the parity step")
+	fl.StringVar(&result, "result", steps.TerminationMessagePath, "where the JSON result goes")
+	for _, name := range []string{"base", "start"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	cmd.MarkFlagsOneRequired("spec", "spec-file")
+	cmd.MarkFlagsMutuallyExclusive("spec", "spec-file")
+	return cmd
+}
+
+// readSpec decodes the spec given inline or in a file, with its defaults.
+func readSpec(inline, file string) (*v1alpha1.AutoResearchSpec, error) {
+	data := []byte(inline)
+	if file != "" {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			return nil, err
+		}
+	}
+	spec := &v1alpha1.AutoResearchSpec{}
+	if err := yaml.Unmarshal(data, spec); err != nil {
+		return nil, fmt.Errorf("the spec: %w", err)
+	}
+	spec.Default()
+	return spec, nil
+}
+
+func newWorkspaceGitCommand(action string) *cobra.Command {
+	var (
+		f       ledgerStepFlags
+		base    string
+		message string
+		result  string
+	)
+	cmd := &cobra.Command{
+		Use:   action + " --name NAME --base SHA --ledger JSON",
+		Short: "Commit the round's candidate, then record its ledger row",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, u, err := f.open()
+			if err != nil {
+				return err
+			}
+			commit, err := gitStep(cmd.Context(), ws, action, base, message)
+			if err != nil {
+				return err
+			}
+			if err := supervisor.Record(cmd.Context(), ws, *u); err != nil {
+				return err
+			}
+			return writeResult(result, &steps.GitResult{Commit: commit})
+		},
+	}
+	if action == steps.GitRollback {
+		cmd.Short = "Roll the worktree back to the round's base, keeping the ledger, then record the round's ledger row"
+	}
+	f.register(cmd, "the round's ledger update, as JSON", true)
+	cmd.Flags().StringVar(&base, "base", "", "the commit the round started from")
+	cmd.Flags().StringVar(&result, "result", steps.TerminationMessagePath, "where the JSON result goes")
+	if action == steps.GitCommit {
+		cmd.Flags().StringVar(&message, "message", "", "the commit message")
+		_ = cmd.MarkFlagRequired("message")
+	}
+	_ = cmd.MarkFlagRequired("base")
+	return cmd
+}
+
+// gitStep commits or rolls back, both safe to repeat, and returns HEAD.
+func gitStep(ctx context.Context, ws *workspace.Workspace, action, base, message string) (string, error) {
+	if action == steps.GitCommit {
+		return supervisor.Commit(ctx, ws, base, message)
+	}
+	if err := ws.Rollback(ctx, base); err != nil {
+		return "", err
+	}
+	return ws.Head(ctx)
+}
+
+func newWorkspaceFinishCommand() *cobra.Command {
+	var (
+		f      ledgerStepFlags
+		result string
+	)
+	cmd := &cobra.Command{
+		Use:   "finish --name NAME --ledger JSON",
+		Short: "Write the ledger's final status and commit the ledger",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, u, err := f.open()
+			if err != nil {
+				return err
+			}
+			if _, err := supervisor.Finish(cmd.Context(), ws, *u); err != nil {
+				return err
+			}
+			head, err := ws.Head(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return writeResult(result, &steps.GitResult{Commit: head})
+		},
+	}
+	f.register(cmd, "the final ledger update, as JSON", true)
+	cmd.Flags().StringVar(&result, "result", steps.TerminationMessagePath, "where the JSON result goes")
+	return cmd
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+// volume is a workspace volume in a temp dir, laid out as in the pods.
+type volume struct {
+	upstream, source, state, results string
+	wt                               steps.Worktree
+}
+
+func newVolume(t *testing.T) volume {
+	t.Helper()
+	root := t.TempDir()
+	v := volume{
+		upstream: filepath.Join(root, "upstream"),
+		source:   filepath.Join(root, "workspace", "source"),
+		state:    filepath.Join(root, "workspace", "state"),
+		results:  filepath.Join(root, "results"),
+		wt:       steps.Worktree{Dir: filepath.Join(root, "workspace", "worktree"), Subdir: "exp", Name: "toy"},
+	}
+	commitRepo(t, v.upstream, map[string]string{
+		"exp/train.sh": "#!/bin/sh\nSCORE=10\n",
+		"exp/eval.sh":  "#!/bin/sh\necho score: 10\n",
+		"README.md":    "a toy\n",
+	})
+	if err := os.MkdirAll(v.results, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// result is a fresh result path for a step.
+func (v volume) result(step string) string { return filepath.Join(v.results, step+".json") }
+
+// dir is the experiment directory in the worktree.
+func (v volume) dir() string { return filepath.Join(v.wt.Dir, "exp") }
+
+var toySpec = v1alpha1.AutoResearchSpec{
+	MaxRounds: 2,
+	Fixed:     v1alpha1.FixedSpec{Files: []string{"eval.sh"}},
+	Variable:  v1alpha1.VariableSpec{Files: []string{"train.sh"}},
+	Eval:      v1alpha1.EvalSpec{Metric: "score", Direction: v1alpha1.Maximize, Command: "./eval.sh"},
+}
+
+// TestWorkspaceStepsThroughTheBuilders runs a baseline and two rounds, one
+// kept and one that changes a fixed file, with the command lines the
+// operator builds, each step twice where a pod may run again.
+func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
+	v := newVolume(t)
+	run := func(argv []string) {
+		t.Helper()
+		if out, err := runStep(t, argv); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(argv[1:3], " "), err, out)
+		}
+	}
+
+	init := steps.InitOptions{
+		Worktree: v.wt, Repo: v.source, CloneURL: "file://" + v.upstream, Ref: "main",
+		Metric: "score", MaxRounds: 2, Fixed: []string{"eval.sh"}, ResultPath: v.result("init"),
+	}
+	var ws steps.WorkspaceResult
+	for range 2 {
+		run(steps.InitArgs(steps.Binary, init))
+		decodeResult(t, init.ResultPath, &ws)
+	}
+	if ws.Error != "" || ws.Branch != "autoresearch/toy" || ws.StartCommit != testGit(t, v.wt.Dir, "rev-parse", "HEAD") || len(ws.FixedHashes) != 1 {
+		t.Fatalf("workspace result %+v: want branch autoresearch/toy at HEAD with eval.sh's hash", ws)
+	}
+	start := ws.StartCommit
+
+	// Round 1: the baseline's row is recorded before the Researcher, which doubles SCORE.
+	st := v1alpha1.AutoResearchStatus{CompletedRounds: 0, Best: &v1alpha1.BestResult{Value: "10"}}
+	baseline := steps.NewLedgerUpdate(&toySpec, &st, "running", &v1alpha1.RoundRecord{Round: 0, Strategy: "baseline", Compliance: "✅", Value: "10", Verdict: v1alpha1.VerdictBaseline, Commit: start}, "")
+	prepare := steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 1, Base: start, Ledger: &baseline}
+	for range 2 {
+		run(steps.PrepareArgs(steps.Binary, prepare))
+	}
+	researcher(t, v, "train.sh", "#!/bin/sh\nSCORE=20\n", 1, "double SCORE")
+	check := steps.CheckOptions{
+		Worktree: v.wt, StateDir: v.state, Round: 1, Base: start, Start: start, Spec: &toySpec,
+		AlsoWrite: v.result("compliance-shared"), ResultPath: v.result("check"),
+	}
+	for range 2 {
+		run(steps.CheckArgs(steps.Binary, check))
+	}
+	var compliance, shared steps.ComplianceResult
+	decodeResult(t, check.ResultPath, &compliance)
+	decodeResult(t, check.AlsoWrite, &shared)
+	if diff := cmp.Diff(steps.ComplianceResult{Strategy: "double SCORE"}, compliance); diff != "" {
+		t.Errorf("round 1 compliance (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(compliance, shared); diff != "" {
+		t.Errorf("the copy for the parity step differs (-result +copy):\n%s", diff)
+	}
+
+	st = v1alpha1.AutoResearchStatus{CompletedRounds: 1, Best: &v1alpha1.BestResult{Round: 1, Value: "20"}}
+	commit := steps.GitOptions{
+		Worktree: v.wt, Action: steps.GitCommit, Base: start, Message: "autoresearch: round 1 — score=20 (improved)",
+		Ledger:     steps.NewLedgerUpdate(&toySpec, &st, "running", &v1alpha1.RoundRecord{Round: 1, Strategy: "double SCORE", Compliance: "✅", Value: "20", Verdict: v1alpha1.VerdictImproved}, "0.5"),
+		ResultPath: v.result("commit"),
+	}
+	var committed steps.GitResult
+	for range 2 {
+		run(steps.GitArgs(steps.Binary, commit))
+		decodeResult(t, commit.ResultPath, &committed)
+	}
+	if n := testGit(t, v.wt.Dir, "rev-list", "--count", start+"..HEAD"); n != "1" || committed.Commit != testGit(t, v.wt.Dir, "rev-parse", "HEAD") {
+		t.Errorf("%s commits after the start and result %+v, want one commit, at HEAD", n, committed)
+	}
+
+	// Round 2: the Researcher edits the fixed evaluation; the spec comes from a file.
+	prepare = steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 2, Base: committed.Commit}
+	run(steps.PrepareArgs(steps.Binary, prepare))
+	researcher(t, v, "eval.sh", "#!/bin/sh\necho score: 99\n", 2, "edit the evaluation")
+	specFile := filepath.Join(t.TempDir(), "spec.yaml")
+	data, err := yaml.Marshal(toySpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(specFile, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check = steps.CheckOptions{Worktree: v.wt, StateDir: v.state, Round: 2, Base: committed.Commit, Start: start, SpecFile: specFile, ResultPath: v.result("check-2")}
+	run(steps.CheckArgs(steps.Binary, check))
+	decodeResult(t, check.ResultPath, &compliance)
+	if compliance.Strategy != "edit the evaluation" || !strings.Contains(compliance.Violation, "modified fixed file eval.sh") {
+		t.Errorf("round 2 compliance %+v, want the strategy and a violation for eval.sh", compliance)
+	}
+
+	st = v1alpha1.AutoResearchStatus{CompletedRounds: 2, Best: &v1alpha1.BestResult{Round: 1, Value: "20"}}
+	rollback := steps.GitOptions{
+		Worktree: v.wt, Action: steps.GitRollback, Base: committed.Commit,
+		Ledger:     steps.NewLedgerUpdate(&toySpec, &st, "running", &v1alpha1.RoundRecord{Round: 2, Strategy: "edit the evaluation", Compliance: compliance.Violation, Verdict: v1alpha1.VerdictComplianceFailed}, ""),
+		ResultPath: v.result("rollback"),
+	}
+	var rolledBack steps.GitResult
+	for range 2 {
+		run(steps.GitArgs(steps.Binary, rollback))
+		decodeResult(t, rollback.ResultPath, &rolledBack)
+	}
+	if rolledBack.Commit != committed.Commit {
+		t.Errorf("rolled back to %s, want round 1's %s", rolledBack.Commit, committed.Commit)
+	}
+	if got := readTestFile(t, filepath.Join(v.dir(), "eval.sh")); got != "#!/bin/sh\necho score: 10\n" {
+		t.Errorf("eval.sh after the rollback = %q", got)
+	}
+
+	finish := steps.FinishOptions{Worktree: v.wt, Ledger: steps.NewLedgerUpdate(&toySpec, &st, "completed", nil, ""), ResultPath: v.result("finish")}
+	run(steps.FinishArgs(steps.Binary, finish))
+	var finished steps.GitResult
+	decodeResult(t, finish.ResultPath, &finished)
+	if finished.Commit != testGit(t, v.wt.Dir, "rev-parse", "HEAD") || testGit(t, v.wt.Dir, "status", "--porcelain") != "" {
+		t.Errorf("finish result %+v: want HEAD, with the ledger committed", finished)
+	}
+
+	ledger, err := workspace.ReadLedger(filepath.Join(v.dir(), "experiences.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, r := range ledger.Rows {
+		rows = append(rows, r.Strategy+": "+r.Verdict)
+	}
+	want := []string{"baseline: baseline", "double SCORE: improved", "edit the evaluation: compliance_failed"}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("ledger rows (-want +got):\n%s", diff)
+	}
+	if ledger.Status != "completed" || ledger.Best != "20" || ledger.Rounds != 2 {
+		t.Errorf("ledger header %+v, want completed, best 20 after 2 rounds", ledger)
+	}
+	tsv := strings.Split(strings.TrimSpace(readTestFile(t, filepath.Join(v.dir(), "results.tsv"))), "\n")
+	wantTSV := []string{
+		"commit\tscore\tmemory_gb\tstatus\tdescription",
+		start[:7] + "\t10.000000\t0.0\tkeep\tbaseline",
+		committed.Commit[:7] + "\t20.000000\t0.5\tkeep\tdouble SCORE",
+		committed.Commit[:7] + "\t0.000000\t0.0\tdiscard\tedit the evaluation [compliance_failed]",
+	}
+	if diff := cmp.Diff(wantTSV, tsv); diff != "" {
+		t.Errorf("results.tsv (-want +got):\n%s", diff)
+	}
+}
+
+// researcher does a Researcher's work: it writes file and appends its
+// strategy row to the ledger.
+func researcher(t *testing.T, v volume, file, content string, round int, strategy string) {
+	t.Helper()
+	writeTestFiles(t, v.dir(), map[string]string{file: content})
+	f, err := os.OpenFile(filepath.Join(v.dir(), "experiences.md"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("| " + string(rune('0'+round)) + " |  |  |  | " + strategy + " |  |  |\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWorkspaceInitReportsFailures(t *testing.T) {
+	cases := map[string]struct {
+		change  func(*steps.InitOptions)
+		wantErr string
+	}{
+		"missing fixed file": {func(o *steps.InitOptions) { o.Fixed = []string{"nope.sh"} }, "fixed files: hashing nope.sh"},
+		"unknown ref":        {func(o *steps.InitOptions) { o.Ref = "nope" }, "ref nope is neither in the clone nor on its remote"},
+		"no such remote":     {func(o *steps.InitOptions) { o.CloneURL += "-missing" }, "cloning file://"},
+		"an error too long for a termination message": {
+			func(o *steps.InitOptions) { o.Ref = strings.Repeat("x", 5000) }, "ref xxx",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := newVolume(t)
+			o := steps.InitOptions{
+				Worktree: v.wt, Repo: v.source, CloneURL: "file://" + v.upstream,
+				Metric: "score", MaxRounds: 2, Fixed: []string{"eval.sh"}, ResultPath: v.result("init"),
+			}
+			tc.change(&o)
+			_, err := runStep(t, steps.InitArgs(steps.Binary, o))
+			if exitCode(err) != 1 {
+				t.Errorf("exit code %d (%v), want 1", exitCode(err), err)
+			}
+			var res steps.WorkspaceResult
+			decodeResult(t, o.ResultPath, &res)
+			if !strings.Contains(res.Error, tc.wantErr) {
+				t.Errorf("result error %q, want one containing %q", res.Error, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestWorkspaceStepsReject(t *testing.T) {
+	v := newVolume(t)
+	cases := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"check without a spec":    {[]string{"workspace", "check", "--name=toy", "--base=HEAD", "--start=HEAD"}, "spec"},
+		"commit without a ledger": {[]string{"workspace", "commit", "--name=toy", "--base=HEAD", "--message=m"}, "ledger"},
+		"empty ledger":            {[]string{"workspace", "finish", "--name=toy", "--worktree=" + v.wt.Dir, "--ledger="}, "--ledger is empty"},
+		"malformed ledger":        {[]string{"workspace", "rollback", "--name=toy", "--base=HEAD", "--ledger={"}, "--ledger"},
+		"no worktree":             {[]string{"workspace", "prepare", "--name=toy", "--worktree=" + v.wt.Dir, "--base=HEAD"}, v.wt.Dir},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := execute(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}

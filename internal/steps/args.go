@@ -1,0 +1,306 @@
+package steps
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+// The in-pod commands' command lines are built here, next to the results
+// they write, so that the operator and the commands cannot disagree on a
+// flag: the tests run every builder's output through the real commands.
+
+// Steps of `autoresearch exec`.
+const (
+	StepTrain  = "train"
+	StepEval   = "eval"
+	StepParity = "parity"
+)
+
+// Git steps of `autoresearch workspace`.
+const (
+	GitCommit   = "commit"
+	GitRollback = "rollback"
+)
+
+// Worktree names an experiment's worktree on the workspace volume.
+type Worktree struct {
+	// Dir is the worktree; WorktreeDir when empty.
+	Dir string
+	// Subdir is the experiment directory inside it; "." for the top level.
+	Subdir string
+	// Name is the experiment's; its branch is autoresearch/<name>.
+	Name string
+}
+
+func (w Worktree) args() []string {
+	return flags(
+		"worktree", orDefault(w.Dir, WorktreeDir),
+		"subdir", orDefault(w.Subdir, "."),
+		"name", w.Name,
+	)
+}
+
+// ExecOptions are the flags of `autoresearch exec`, the step wrapper that
+// runs a user command in a user's image.
+type ExecOptions struct {
+	// Step is StepTrain, StepEval or StepParity.
+	Step  string
+	Round int32
+	// Workdir is the experiment directory the command runs in.
+	Workdir string
+	// Timeout sends SIGTERM to the command's process group, and Grace
+	// later SIGKILL; Grace defaults to 30 s.
+	Timeout time.Duration
+	Grace   time.Duration
+	// TimeLimit and EpochLimit reach the command as AUTORESEARCH_TIME_LIMIT
+	// and AUTORESEARCH_EPOCH_LIMIT.
+	TimeLimit  time.Duration
+	EpochLimit string
+	// Metric and Pattern find the metric in an evaluation's output.
+	Metric  string
+	Pattern string
+	// FixedHashesFile is a JSON object of fixed file → SHA-256, relative to
+	// Workdir, that an evaluation verifies before it runs.
+	FixedHashesFile string
+	// Targets are the kernel parity targets, run with Python.
+	Targets []v1alpha1.KernelTarget
+	Python  string
+	// ComplianceFile is the ComplianceResult of `workspace check` that the
+	// parity step completes.
+	ComplianceFile string
+	// LogPath keeps the full output; LogPath(Round, Step) when empty.
+	LogPath string
+	// ResultPath is where the result goes; TerminationMessagePath when empty.
+	ResultPath string
+	// Command is the user command, e.g. ["sh", "-c", spec.train.command].
+	Command []string
+}
+
+// ExecArgs is the command line of `autoresearch exec`.
+func ExecArgs(binary string, o ExecOptions) []string {
+	args := []string{binary, "exec"}
+	args = append(args, flags(
+		"step", o.Step,
+		"round", strconv.Itoa(int(o.Round)),
+		"workdir", o.Workdir,
+		"timeout", duration(o.Timeout),
+		"grace", duration(o.Grace),
+		"time-limit", duration(o.TimeLimit),
+		"epoch-limit", o.EpochLimit,
+		"metric", o.Metric,
+		"pattern", o.Pattern,
+		"fixed-hashes", o.FixedHashesFile,
+		"python", o.Python,
+		"compliance", o.ComplianceFile,
+		"log", o.LogPath,
+		"result", o.ResultPath,
+	)...)
+	if len(o.Targets) > 0 {
+		args = append(args, "--targets="+mustJSON(o.Targets))
+	}
+	if len(o.Command) > 0 {
+		args = append(append(args, "--"), o.Command...)
+	}
+	return args
+}
+
+// InitOptions are the flags of `autoresearch workspace init`, which clones
+// the source when asked and creates the worktree.
+type InitOptions struct {
+	Worktree
+	// Repo is the repository's clone; SourceDir when empty.
+	Repo string
+	// CloneURL, when set, is cloned into Repo unless Repo already has a
+	// clone; Ref is then checked out. The credentials come from the
+	// environment (GIT_USERNAME, GIT_PASSWORD) or from SSHKeyFile.
+	CloneURL   string
+	Ref        string
+	SSHKeyFile string
+	Metric     string
+	MaxRounds  int32
+	// Fixed are the fixed files to hash.
+	Fixed      []string
+	ResultPath string
+}
+
+// InitArgs is the command line of `autoresearch workspace init`.
+func InitArgs(binary string, o InitOptions) []string {
+	args := append([]string{binary, "workspace", "init"}, o.Worktree.args()...)
+	args = append(args, flags(
+		"repo", orDefault(o.Repo, SourceDir),
+		"clone-url", o.CloneURL,
+		"ref", o.Ref,
+		"ssh-key", o.SSHKeyFile,
+		"metric", o.Metric,
+		"max-rounds", strconv.Itoa(int(o.MaxRounds)),
+		"result", o.ResultPath,
+	)...)
+	for _, f := range o.Fixed {
+		args = append(args, "--fixed="+f)
+	}
+	return args
+}
+
+// PrepareOptions are the flags of `autoresearch workspace prepare`, which
+// puts the worktree on the round's base before its Researcher.
+type PrepareOptions struct {
+	Worktree
+	// StateDir keeps the round's ledger backup; StateDir when empty.
+	StateDir string
+	Round    int32
+	Base     string
+	// Ledger, when set, is recorded first: the baseline's row or a round's
+	// row that is not written yet.
+	Ledger *LedgerUpdate
+}
+
+// PrepareArgs is the command line of `autoresearch workspace prepare`.
+func PrepareArgs(binary string, o PrepareOptions) []string {
+	args := append([]string{binary, "workspace", "prepare"}, o.Worktree.args()...)
+	args = append(args, flags(
+		"state-dir", orDefault(o.StateDir, StateDir),
+		"round", strconv.Itoa(int(o.Round)),
+		"base", o.Base,
+	)...)
+	if o.Ledger != nil {
+		args = append(args, "--ledger="+mustJSON(o.Ledger))
+	}
+	return args
+}
+
+// CheckOptions are the flags of `autoresearch workspace check`, which takes
+// the ledger back from the Researcher and checks compliance.
+type CheckOptions struct {
+	Worktree
+	// StateDir keeps the round's ledger backup; StateDir when empty.
+	StateDir string
+	Round    int32
+	Base     string
+	// Start is the experiment's start commit.
+	Start string
+	// Spec is the protocol, passed inline; SpecFile, a file holding it as
+	// JSON or YAML, is used when Spec is nil.
+	Spec     *v1alpha1.AutoResearchSpec
+	SpecFile string
+	// AlsoWrite is a second copy of the result, for the parity step.
+	AlsoWrite  string
+	ResultPath string
+}
+
+// CheckArgs is the command line of `autoresearch workspace check`.
+func CheckArgs(binary string, o CheckOptions) []string {
+	args := append([]string{binary, "workspace", "check"}, o.Worktree.args()...)
+	args = append(args, flags(
+		"state-dir", orDefault(o.StateDir, StateDir),
+		"round", strconv.Itoa(int(o.Round)),
+		"base", o.Base,
+		"start", o.Start,
+		"spec-file", o.SpecFile,
+		"also-write", o.AlsoWrite,
+		"result", o.ResultPath,
+	)...)
+	if o.Spec != nil {
+		args = append(args, "--spec="+mustJSON(o.Spec))
+	}
+	return args
+}
+
+// GitOptions are the flags of `autoresearch workspace commit|rollback`: the
+// round's git step, then its ledger row.
+type GitOptions struct {
+	Worktree
+	// Action is GitCommit or GitRollback.
+	Action string
+	// Base is the commit the round started from.
+	Base string
+	// Message is the commit message.
+	Message    string
+	Ledger     LedgerUpdate
+	ResultPath string
+}
+
+// GitArgs is the command line of `autoresearch workspace commit|rollback`.
+func GitArgs(binary string, o GitOptions) []string {
+	args := append([]string{binary, "workspace", o.Action}, o.Worktree.args()...)
+	return append(args, flags(
+		"base", o.Base,
+		"message", o.Message,
+		"ledger", mustJSON(o.Ledger),
+		"result", o.ResultPath,
+	)...)
+}
+
+// FinishOptions are the flags of `autoresearch workspace finish`, which
+// writes the final ledger status and commits the ledger.
+type FinishOptions struct {
+	Worktree
+	Ledger LedgerUpdate
+	// ResultPath gets a GitResult with the commit HEAD is on.
+	ResultPath string
+}
+
+// FinishArgs is the command line of `autoresearch workspace finish`.
+func FinishArgs(binary string, o FinishOptions) []string {
+	args := append([]string{binary, "workspace", "finish"}, o.Worktree.args()...)
+	return append(args, flags("ledger", mustJSON(o.Ledger), "result", o.ResultPath)...)
+}
+
+// NewLedgerUpdate is the ledger as the status has it after a round: the
+// header from spec and st with the experiences.md status ledgerStatus, and
+// rec, when not nil, as the round's row with the peak memory training
+// reported.
+func NewLedgerUpdate(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, ledgerStatus string, rec *v1alpha1.RoundRecord, memoryGB string) LedgerUpdate {
+	u := LedgerUpdate{
+		Metric: spec.Eval.Metric, Rounds: st.CompletedRounds, MaxRounds: spec.MaxRounds,
+		Status: ledgerStatus, MemoryGB: memoryGB,
+	}
+	if b := st.Best; b != nil {
+		u.Best, u.BestRound = b.Value, b.Round
+	}
+	if rec != nil {
+		u.Round = &LedgerRound{
+			Round: rec.Round, Strategy: rec.Strategy, Compliance: rec.Compliance, Value: rec.Value,
+			Verdict: string(rec.Verdict), Insight: rec.Insight, Note: rec.Note, Commit: rec.Commit,
+		}
+	}
+	return u
+}
+
+// flags turns name, value pairs into --name=value arguments, leaving out
+// empty values. The = form keeps a value that starts with a dash a value.
+func flags(pairs ...string) []string {
+	var args []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			args = append(args, "--"+pairs[i]+"="+pairs[i+1])
+		}
+	}
+	return args
+}
+
+func duration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// mustJSON encodes the plain data types of this package and the API, which
+// JSON can always encode.
+func mustJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}

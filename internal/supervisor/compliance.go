@@ -1,0 +1,74 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+// CheckCompliance judges the files round changed since base against the
+// protocol: fixed files untouched, only variable files (and the helper files
+// that kept rounds added since start) changed. In profile-first mode it also
+// adds the seed's Step 2.5 advisory when the profile artifacts are missing.
+// Kernel parity is CheckParity's.
+func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, base, start string) (steps.ComplianceResult, error) {
+	// Helper files that kept rounds added belong to the Researcher too.
+	helpers, err := ws.HelperFiles(ctx, start)
+	if err != nil {
+		return steps.ComplianceResult{}, err
+	}
+	variable := append(slices.Clone(spec.Variable.Files), helpers...)
+	report, err := ws.CheckCompliance(ctx, base, spec.Fixed.Files, variable)
+	if err != nil {
+		return steps.ComplianceResult{}, err
+	}
+	var res steps.ComplianceResult
+	if !report.OK() {
+		res.Violation = report.Summary()
+	}
+	if p := spec.Profile; p != nil && p.Command != "" {
+		res.Advisory = profileAdvisory(ws.Dir, round)
+	}
+	return res, nil
+}
+
+// profileAdvisory is the seed's Step 2.5: missing profile artifacts are
+// flagged in the Insight, never a compliance failure.
+func profileAdvisory(dir string, round int32) string {
+	for _, name := range []string{"before", "analysis"} {
+		p := filepath.Join(dir, "profiles", fmt.Sprintf("round-%d-%s.md", round, name))
+		if _, err := os.Stat(p); err != nil {
+			return "perf mode but no profile artifacts found — Researcher skipped discipline"
+		}
+	}
+	return ""
+}
+
+// CheckParity runs the kernel parity check of targets with python in the
+// experiment directory dir and sets res.Parity to the PARITY_FAIL line of
+// the first failure. A candidate that already broke the file rules has its
+// verdict, so the check does not run for it.
+func CheckParity(ctx context.Context, res *steps.ComplianceResult, python, dir string, targets []v1alpha1.KernelTarget) error {
+	if res.Violation != "" || len(targets) == 0 {
+		return nil
+	}
+	pts := make([]parity.Target, 0, len(targets))
+	for _, k := range targets {
+		pts = append(pts, parity.Target{Name: k.Name, NewModule: k.NewModule, BaselineModule: k.BaselineModule, Fixture: k.Fixture, Atol: k.Atol, Rtol: k.Rtol})
+	}
+	failure, err := parity.Check(ctx, python, dir, pts)
+	if err != nil {
+		return err
+	}
+	if failure != nil {
+		res.Parity = failure.Line
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+// Commit commits the round's candidate, which started at base, with
+// message, and returns the commit HEAD is on. A commit made before an
+// interruption (HEAD has moved past base) is not made twice.
+func Commit(ctx context.Context, ws *workspace.Workspace, base, message string) (string, error) {
+	head, err := ws.Head(ctx)
+	if err != nil {
+		return "", err
+	}
+	if head != base {
+		return head, nil
+	}
+	return ws.Commit(ctx, message)
+}
+
+// Record writes the ledger header of u to experiences.md and, when u has a
+// round, that round's row there and in results.tsv. The row's commit, when
+// empty, is HEAD's. Recording a round again with the same verdict rewrites
+// its experiences.md row but adds no second results.tsv line, so that a
+// retried step leaves the ledger as one run would.
+func Record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) error {
+	_, err := record(ctx, ws, u)
+	return err
+}
+
+// Finish records u, which carries the final status, and commits the ledger.
+// It returns the ledger as committed.
+func Finish(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) (workspace.Ledger, error) {
+	ledger, err := record(ctx, ws, u)
+	if err != nil {
+		return ledger, err
+	}
+	_, err = ws.CommitLedger(ctx, fmt.Sprintf("autoresearch: ledger after round %d (%s)", u.Rounds, u.Status))
+	return ledger, err
+}
+
+func record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) (workspace.Ledger, error) {
+	ledger, err := workspace.ReadLedger(ws.ExperiencesPath())
+	if err != nil {
+		return ledger, err
+	}
+	ledger.Metric, ledger.Status = u.Metric, u.Status
+	ledger.Rounds, ledger.MaxRounds = int(u.Rounds), int(u.MaxRounds)
+	if u.Best != "" {
+		ledger.Best, ledger.BestRound = u.Best, int(u.BestRound)
+	}
+	r := u.Round
+	if r == nil {
+		return ledger, workspace.WriteLedger(ws.ExperiencesPath(), ledger)
+	}
+	recorded := false
+	for _, row := range ledger.Rows {
+		if row.Round == int(r.Round) && row.Verdict != "" && row.Verdict == r.Verdict {
+			recorded = true
+		}
+	}
+	result := "—"
+	if r.Value != "" {
+		result = u.Metric + "=" + r.Value
+	}
+	ledger.Upsert(workspace.LedgerRow{
+		Round: int(r.Round), Compliance: r.Compliance, Result: result, Verdict: r.Verdict,
+		Strategy: r.Strategy, Insight: r.Insight, Note: r.Note,
+	})
+	if err := workspace.WriteLedger(ws.ExperiencesPath(), ledger); err != nil || recorded {
+		return ledger, err
+	}
+	commit := r.Commit
+	if commit == "" {
+		if commit, err = ws.Head(ctx); err != nil {
+			return ledger, err
+		}
+	}
+	return ledger, workspace.AppendResult(ws.ResultsPath(), u.Metric, resultRow(*r, commit, u.MemoryGB))
+}
+
+// resultRow is a round's results.tsv line as karpathy's autoresearch writes
+// it: kept rounds are keep, rounds whose code failed to run are crash with
+// value 0, the rest discard; the description says why a round was not kept.
+func resultRow(r steps.LedgerRound, commit, memoryGB string) workspace.ResultRow {
+	value, status := r.Value, "discard"
+	switch v1alpha1.Verdict(r.Verdict) {
+	case v1alpha1.VerdictImproved, v1alpha1.VerdictBaseline:
+		status = "keep"
+	case v1alpha1.VerdictTrainFailed, v1alpha1.VerdictTrainTimeout, v1alpha1.VerdictEvalFailed, v1alpha1.VerdictResearcherFailed:
+		status, value = "crash", "0"
+	}
+	description := r.Strategy
+	if status != "keep" {
+		description = strings.TrimSpace(fmt.Sprintf("%s [%s]", r.Strategy, r.Verdict))
+	}
+	return workspace.ResultRow{Commit: commit, Value: value, MemoryGB: memoryGB, Status: status, Description: description}
+}

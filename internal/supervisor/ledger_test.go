@@ -1,0 +1,145 @@
+package supervisor
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+func TestRecord(t *testing.T) {
+	cases := map[string]struct {
+		round   steps.LedgerRound
+		wantRow workspace.LedgerRow
+		// wantLine is the results.tsv line; HEAD stands for HEAD's short hash.
+		wantLine string
+	}{
+		"improved": {
+			round:    steps.LedgerRound{Round: 1, Strategy: "double SCORE", Compliance: "✅", Value: "20", Verdict: "improved", Insight: "better", Commit: "abcdef0123456789"},
+			wantRow:  workspace.LedgerRow{Round: 1, Strategy: "double SCORE", Compliance: "✅", Result: "score=20", Verdict: "improved", Insight: "better"},
+			wantLine: "abcdef0\t20.000000\t1.5\tkeep\tdouble SCORE",
+		},
+		"not improved, at HEAD": {
+			round:    steps.LedgerRound{Round: 2, Strategy: "halve SCORE", Compliance: "✅", Value: "5", Verdict: "not_improved", Note: "try less"},
+			wantRow:  workspace.LedgerRow{Round: 2, Strategy: "halve SCORE", Compliance: "✅", Result: "score=5", Verdict: "not_improved", Note: "try less"},
+			wantLine: "HEAD\t5.000000\t1.5\tdiscard\thalve SCORE [not_improved]",
+		},
+		"crashed": {
+			round:    steps.LedgerRound{Round: 3, Strategy: "break it", Compliance: "✅", Verdict: "train_failed"},
+			wantRow:  workspace.LedgerRow{Round: 3, Strategy: "break it", Compliance: "✅", Result: "—", Verdict: "train_failed"},
+			wantLine: "HEAD\t0.000000\t1.5\tcrash\tbreak it [train_failed]",
+		},
+		"baseline": {
+			round:    steps.LedgerRound{Round: 0, Strategy: "baseline", Compliance: "✅", Value: "10", Verdict: "baseline", Insight: "unmodified code"},
+			wantRow:  workspace.LedgerRow{Round: 0, Strategy: "baseline", Compliance: "✅", Result: "score=10", Verdict: "baseline", Insight: "unmodified code"},
+			wantLine: "HEAD\t10.000000\t1.5\tkeep\tbaseline",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			ws, _ := newWorkspace(t)
+			u := steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 3, MaxRounds: 5, Status: "running", Round: &tc.round, MemoryGB: "1.5"}
+			// A retried step records the round again.
+			for range 2 {
+				if err := Record(ctx, ws, u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ledger, err := workspace.ReadLedger(ws.ExperiencesPath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			header := workspace.Ledger{Metric: ledger.Metric, Best: ledger.Best, BestRound: ledger.BestRound, Rounds: ledger.Rounds, MaxRounds: ledger.MaxRounds, Status: ledger.Status}
+			if diff := cmp.Diff(workspace.Ledger{Metric: "score", Best: "20", BestRound: 1, Rounds: 3, MaxRounds: 5, Status: "running"}, header); diff != "" {
+				t.Errorf("header (-want +got):\n%s", diff)
+			}
+			var row *workspace.LedgerRow
+			for i := range ledger.Rows {
+				if ledger.Rows[i].Round == int(tc.round.Round) {
+					row = &ledger.Rows[i]
+				}
+			}
+			if diff := cmp.Diff(&tc.wantRow, row); diff != "" {
+				t.Errorf("row (-want +got):\n%s", diff)
+			}
+			head := git(t, ws.Root, "rev-parse", "--short=7", "HEAD")
+			lines := strings.Split(strings.TrimSpace(readFile(t, ws.ResultsPath())), "\n")
+			want := []string{"commit\tscore\tmemory_gb\tstatus\tdescription", strings.Replace(tc.wantLine, "HEAD", head, 1)}
+			if diff := cmp.Diff(want, lines); diff != "" {
+				t.Errorf("results.tsv (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRecordWithoutARoundWritesTheHeader(t *testing.T) {
+	ws, _ := newWorkspace(t)
+	results := readFile(t, ws.ResultsPath())
+	if err := Record(context.Background(), ws, steps.LedgerUpdate{Metric: "score", Rounds: 2, MaxRounds: 4, Status: "stopped_by_user"}); err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := workspace.ReadLedger(ws.ExperiencesPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ledger.Rounds != 2 || ledger.MaxRounds != 4 || ledger.Status != "stopped_by_user" || len(ledger.Rows) != 1 {
+		t.Errorf("ledger = %+v, want 2/4 rounds, stopped_by_user and only the baseline's row", ledger)
+	}
+	if got := readFile(t, ws.ResultsPath()); got != results {
+		t.Errorf("results.tsv changed:\n%s", got)
+	}
+}
+
+func TestCommitIsNotMadeTwice(t *testing.T) {
+	ctx := context.Background()
+	ws, res := newWorkspace(t)
+	writeFiles(t, ws.Dir, map[string]string{"train.sh": "#!/bin/sh\nSCORE=20\n"})
+	first, err := Commit(ctx, ws, res.StartCommit, "round 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == res.StartCommit {
+		t.Fatal("no commit was made")
+	}
+	again, err := Commit(ctx, ws, res.StartCommit, "round 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first {
+		t.Errorf("second commit %s, want HEAD %s kept", again, first)
+	}
+	if n := git(t, ws.Root, "rev-list", "--count", res.StartCommit+"..HEAD"); n != "1" {
+		t.Errorf("%s commits after the start, want 1", n)
+	}
+}
+
+func TestFinishCommitsTheLedger(t *testing.T) {
+	ctx := context.Background()
+	ws, _ := newWorkspace(t)
+	u := steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 2, MaxRounds: 2, Status: "completed"}
+	ledger, err := Finish(ctx, ws, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ledger.Status != "completed" || ledger.Best != "20" {
+		t.Errorf("returned ledger = %+v, want it completed with best 20", ledger)
+	}
+	if msg := git(t, ws.Root, "log", "-1", "--format=%s"); msg != "autoresearch: ledger after round 2 (completed)" {
+		t.Errorf("last commit %q, want the ledger commit", msg)
+	}
+	if status := git(t, ws.Root, "status", "--porcelain"); status != "" {
+		t.Errorf("uncommitted changes after Finish:\n%s", status)
+	}
+	head := git(t, ws.Root, "rev-parse", "HEAD")
+	if _, err := Finish(ctx, ws, u); err != nil {
+		t.Fatal(err)
+	}
+	if again := git(t, ws.Root, "rev-parse", "HEAD"); again != head {
+		t.Errorf("finishing again made commit %s", again)
+	}
+}
