@@ -18,8 +18,9 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the CRD from the API markers.
-	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+manifests: controller-gen ## Generate the CRD and the manager's RBAC from the markers, and copy them into the Helm chart.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." output:crd:artifacts:config=config/crd/bases
+	@$(MAKE) --no-print-directory helm-manifests
 
 .PHONY: generate
 generate: controller-gen ## Generate the API's DeepCopy methods.
@@ -37,12 +38,16 @@ vet: ## Run go vet.
 .PHONY: lint
 lint: manifests generate vet ## Check formatting, vet and that generated files are committed.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@git diff --exit-code -- config api || (echo "generated files are out of date: run make manifests generate and commit"; exit 1)
+	@git diff --exit-code -- config api charts || (echo "generated files are out of date: run make manifests generate and commit"; exit 1)
 
 .PHONY: test
 test: lint test-deps build ## Run every test (installs what they need first).
-	go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 	cd examples/tiny-lm-go && go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: envtest
+envtest: ## Make kube-apiserver and etcd for the controller tests (cached in bin/).
+	@hack/envtest.sh
 
 .PHONY: test-deps
 test-deps:
@@ -79,3 +84,62 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+
+##@ Deployment
+
+# The operator image: the manager, the step wrapper and git in one image.
+IMG ?= ghcr.io/autoresearch-dev/autoresearch-operator:latest
+# The image config/ names; deploy replaces it with $(IMG).
+DEFAULT_IMG := ghcr.io/autoresearch-dev/autoresearch-operator:latest
+CONTAINER_TOOL ?= docker
+KUBECTL ?= kubectl
+HELM_VERSION ?= v3.22.0
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+CHART_DIR := charts/autoresearch-operator
+# helm template renders offline, without a cluster to ask for its version.
+CHART_KUBE_VERSION ?= 1.37.2
+
+.PHONY: helm-manifests
+helm-manifests: ## Copy the generated CRD and manager ClusterRole into the Helm chart (run after controller-gen).
+	@mkdir -p $(CHART_DIR)/crds $(CHART_DIR)/files
+	rm -f $(CHART_DIR)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART_DIR)/crds/
+	cp config/rbac/role.yaml $(CHART_DIR)/files/manager-role.yaml
+
+.PHONY: helm-lint
+helm-lint: helm ## Lint the Helm chart and check it against config/ (renders it with several sets of values).
+	$(HELM) lint --strict --kube-version $(CHART_KUBE_VERSION) $(CHART_DIR)
+	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) >/dev/null
+	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) --set networkPolicy.enabled=false >/dev/null
+	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./test/manifests/...
+
+.PHONY: docker-build
+docker-build: ## Build the operator image $(IMG).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the operator image $(IMG).
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: install
+install: manifests ## Install the CRD into the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove the CRD, and with it every AutoResearch object, from the cluster.
+	$(KUBECTL) delete --ignore-not-found -k config/crd
+
+.PHONY: deploy
+deploy: manifests ## Deploy the operator with image $(IMG) to the cluster of the current kubeconfig.
+	$(KUBECTL) kustomize config/default | sed 's|$(DEFAULT_IMG)|$(IMG)|g' | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Remove the operator, its CRD and every AutoResearch object from the cluster.
+	$(KUBECTL) delete --ignore-not-found -k config/default
+
+.PHONY: helm
+helm: $(HELM)
+$(HELM):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $(HELM)

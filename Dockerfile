@@ -1,0 +1,41 @@
+# One image for the operator and its steps: /manager runs the controller;
+# /autoresearch runs the git and compliance steps in pods of this image and is
+# copied into user images to wrap their training and evaluation commands.
+
+FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
+ARG TARGETOS
+ARG TARGETARCH
+WORKDIR /src
+
+# Dependencies first, so that source changes reuse this layer.
+COPY go.mod go.sum ./
+RUN go mod download
+
+COPY api/ api/
+COPY cmd/ cmd/
+COPY controllers/ controllers/
+COPY internal/ internal/
+
+# Static binaries: the step wrapper must run in any user image, whatever its libc.
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager && \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags="-s -w" -o /out/autoresearch ./cmd/autoresearch
+
+# Debian rather than distroless: the step pods need git, and ssh for clones
+# with an ssh-privatekey credential. The workspace volume is shared by pods
+# that may run as other users, so git must not refuse it as a repository of
+# "dubious ownership".
+FROM debian:trixie-slim
+RUN apt-get update && \
+    apt-get install -y --no-install-recommends ca-certificates git openssh-client && \
+    rm -rf /var/lib/apt/lists/* && \
+    groupadd --gid 65532 nonroot && \
+    useradd --uid 65532 --gid 65532 --create-home --home-dir /home/nonroot nonroot && \
+    git config --system safe.directory '*'
+
+COPY --from=builder /out/manager /out/autoresearch /
+
+USER 65532:65532
+ENV HOME=/home/nonroot
+ENTRYPOINT ["/manager"]

@@ -1,0 +1,282 @@
+// Package controllers holds the AutoResearch reconciler: it drives the round
+// engine and maps its actions to Pods, Jobs, ConfigMaps and a workspace
+// claim, and the state of those children back to the engine's observations.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+)
+
+// ownerUIDKey indexes children by the UID of their controlling owner.
+const ownerUIDKey = ".metadata.controllerUID"
+
+// AutoResearchReconciler reconciles AutoResearch objects.
+type AutoResearchReconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder record.EventRecorder
+	// Image is the operator's own image: it runs the git and compliance
+	// steps and brings the autoresearch binary into user images.
+	Image string
+	// Clock is the engine's clock; nil means the real one.
+	Clock clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=autoresearch.dev,resources=autoresearches,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=autoresearch.dev,resources=autoresearches/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=autoresearch.dev,resources=autoresearches/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile loads the experiment and advances its loop by what its children
+// report.
+func (r *AutoResearchReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ar := &v1alpha1.AutoResearch{}
+	if err := r.Get(ctx, req.NamespacedName, ar); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ar.DeletionTimestamp.IsZero() {
+		// Owner references let the garbage collector remove the children.
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.reconcile(ctx, ar)
+}
+
+func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.AutoResearch) error {
+	log := logf.FromContext(ctx)
+	w, err := r.loadWorld(ctx, ar)
+	if err != nil {
+		return err
+	}
+	obs, failure := observe(ar, w)
+	if failure != nil {
+		// The child broke for reasons of its own: make it anew.
+		log.Info("Recreating a failed step", "child", failure.name, "reason", failure.reason)
+		r.Recorder.Event(ar, corev1.EventTypeWarning, "StepRetried", failure.reason)
+		return r.deleteChild(ctx, ar, failure.name, w)
+	}
+	spec := ar.Spec.DeepCopy()
+	spec.Default()
+	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.now()})
+
+	old := ar.Status.DeepCopy()
+	if !equality.Semantic.DeepEqual(*old, out.Status) {
+		ar.Status = out.Status
+		if err := r.Status().Update(ctx, ar); err != nil {
+			// A conflict is retried with backoff from a fresh read.
+			return err
+		}
+		log.V(1).Info("Status updated", "phase", ar.Status.Phase, "round", ar.Status.Round)
+	}
+	r.announce(ar, old, out.Actions)
+	for _, a := range out.Actions {
+		if err := r.perform(ctx, ar, w, a); err != nil {
+			return fmt.Errorf("%s: %w", describe(a), err)
+		}
+	}
+	return r.cleanup(ctx, ar, w)
+}
+
+func (r *AutoResearchReconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+// loadWorld finds the experiment's children by their owner's UID.
+func (r *AutoResearchReconciler) loadWorld(ctx context.Context, ar *v1alpha1.AutoResearch) (world, error) {
+	w := world{pods: map[string]*corev1.Pod{}, jobs: map[string]*batchv1.Job{}, jobPods: map[string][]*corev1.Pod{}}
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(ar.Namespace), client.MatchingFields{ownerUIDKey: string(ar.UID)}); err != nil {
+		return w, err
+	}
+	jobNames := map[string]string{}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		w.jobs[j.Name] = j
+		jobNames[string(j.UID)] = j.Name
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(ar.Namespace), client.MatchingLabels{LabelExperiment: ar.Name}); err != nil {
+		return w, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		owner := metav1.GetControllerOf(p)
+		switch {
+		case owner == nil:
+		case owner.UID == ar.UID:
+			w.pods[p.Name] = p
+		case jobNames[string(owner.UID)] != "":
+			name := jobNames[string(owner.UID)]
+			w.jobPods[name] = append(w.jobPods[name], p)
+		}
+	}
+	return w, nil
+}
+
+// perform makes the child that carries out an action, if it does not exist.
+func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoResearch, w world, a round.Action) error {
+	b := childBuilder{ar: ar, image: r.Image}
+	name := childName(ar, a)
+	switch a.Type {
+	case round.ActionPrepareWorkspace:
+		if ar.Spec.Source.PVC == nil {
+			if err := r.ensure(ctx, ar, b.workspaceClaim()); err != nil {
+				return err
+			}
+		}
+		if w.pods[name] != nil {
+			return nil
+		}
+		return r.ensure(ctx, ar, b.initPod())
+	case round.ActionRunResearcher:
+		if w.pods[name] != nil {
+			return nil
+		}
+		cm, err := b.hashesConfigMap()
+		if err != nil {
+			return err
+		}
+		if err := r.ensure(ctx, ar, cm); err != nil {
+			return err
+		}
+		prompt, err := renderPrompt(ar, a)
+		if err != nil {
+			return err
+		}
+		if err := r.ensure(ctx, ar, b.promptConfigMap(a.Round, prompt)); err != nil {
+			return err
+		}
+		return r.ensure(ctx, ar, b.researcherPod(a, baselineLedger(ar, a.Round)))
+	case round.ActionCheckCompliance:
+		if w.pods[name] != nil {
+			return nil
+		}
+		pod, err := b.compliancePod(a)
+		if err != nil {
+			return err
+		}
+		return r.ensure(ctx, ar, pod)
+	case round.ActionRunTrain, round.ActionRunEval:
+		if w.jobs[name] != nil {
+			return nil
+		}
+		return r.ensure(ctx, ar, b.gpuJob(a))
+	case round.ActionCommit, round.ActionRollback:
+		if w.pods[name] != nil {
+			return nil
+		}
+		return r.ensure(ctx, ar, b.gitPod(a, roundLedger(ar)))
+	case round.ActionFinish:
+		if w.pods[name] != nil {
+			return nil
+		}
+		return r.ensure(ctx, ar, b.finishPod(a, finishLedger(ar, a)))
+	case round.ActionRecord, round.ActionWarn:
+		// The git step wrote the round's row already; warnings became events.
+		return nil
+	}
+	return fmt.Errorf("unknown action %q", a.Type)
+}
+
+// ensure creates a child owned by the experiment; one that exists already
+// (a restart raced its creation) is fine.
+func (r *AutoResearchReconciler) ensure(ctx context.Context, ar *v1alpha1.AutoResearch, obj client.Object) error {
+	if err := controllerutil.SetControllerReference(ar, obj, r.Scheme); err != nil {
+		return err
+	}
+	err := r.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if err == nil {
+		logf.FromContext(ctx).V(1).Info("Created child", "kind", fmt.Sprintf("%T", obj), "child", klog.KObj(obj))
+	}
+	return err
+}
+
+func (r *AutoResearchReconciler) deleteChild(ctx context.Context, ar *v1alpha1.AutoResearch, name string, w world) error {
+	var obj client.Object
+	if p := w.pods[name]; p != nil {
+		obj = p
+	} else if j := w.jobs[name]; j != nil {
+		obj = j
+	} else {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+}
+
+// cleanup removes the children of rounds before the previous one, so that a
+// long experiment does not pile up finished pods; their logs stay on the
+// workspace volume.
+func (r *AutoResearchReconciler) cleanup(ctx context.Context, ar *v1alpha1.AutoResearch, w world) error {
+	keep := ar.Status.Round - 1
+	var objs []client.Object
+	for _, p := range w.pods {
+		objs = append(objs, p)
+	}
+	for _, j := range w.jobs {
+		objs = append(objs, j)
+	}
+	for _, obj := range objs {
+		n, err := strconv.Atoi(obj.GetLabels()[LabelRound])
+		if err != nil || int32(n) >= keep || obj.GetLabels()[LabelStep] == stepInit {
+			continue
+		}
+		if err := r.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller and the owner index.
+func (r *AutoResearchReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	index := func(obj client.Object) []string {
+		owner := metav1.GetControllerOf(obj)
+		if owner == nil || owner.APIVersion != v1alpha1.GroupVersion.String() || owner.Kind != "AutoResearch" {
+			return nil
+		}
+		return []string{string(owner.UID)}
+	}
+	for _, obj := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, ownerUIDKey, index); err != nil {
+			return err
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.AutoResearch{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.Pod{}).
+		Owns(&batchv1.Job{}).
+		Named("autoresearch").
+		Complete(r)
+}

@@ -1,0 +1,391 @@
+package controllers
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+)
+
+const (
+	// GPUResource is what training and evaluation pods request.
+	GPUResource corev1.ResourceName = "nvidia.com/gpu"
+	// runAsUser is the non-root user every step pod runs as.
+	runAsUser = 65532
+	// deadlineBuffer is added to the time limit for Job deadlines, as the
+	// seed adds 30 s to its training timeout.
+	deadlineBuffer = 30 * time.Second
+	// The step wrapper stops the user's process group before the Job's
+	// deadline, so that it still reports the timeout itself.
+	wrapperBuffer = 20 * time.Second
+	wrapperGrace  = 5 * time.Second
+	// projectBinary is the autoresearch binary in the operator's image.
+	projectBinary = "/autoresearch"
+	// defaultWorkspaceSize of the workspace claim.
+	defaultWorkspaceSize = "10Gi"
+
+	volumeWorkspace = "workspace"
+	volumeTools     = "autoresearch-tools"
+	volumePrompt    = "prompt"
+	volumeHashes    = "fixed-hashes"
+	volumeResults   = "results"
+	volumeGitCreds  = "git-credentials"
+	hashesMount     = "/etc/autoresearch-hashes"
+	resultsMount    = "/results"
+	gitCredsMount   = "/etc/git-credentials"
+)
+
+// childBuilder makes the children of one experiment.
+type childBuilder struct {
+	ar    *v1alpha1.AutoResearch
+	image string
+}
+
+func (b childBuilder) worktree() steps.Worktree {
+	return steps.Worktree{Dir: steps.WorktreeDir, Subdir: b.ar.Spec.Source.Subdir, Name: b.ar.Name}
+}
+
+// experimentDir is the experiment directory inside the worktree.
+func (b childBuilder) experimentDir() string {
+	return path.Join(steps.WorktreeDir, b.ar.Spec.Source.Subdir)
+}
+
+func (b childBuilder) meta(name string, n int32, step string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: b.ar.Namespace, Labels: childLabels(b.ar, n, step)}
+}
+
+func (b childBuilder) workspaceClaim() *corev1.PersistentVolumeClaim {
+	ws := b.ar.Spec.Workspace
+	size := resource.MustParse(defaultWorkspaceSize)
+	if ws.Size != nil {
+		size = *ws.Size
+	}
+	modes := ws.AccessModes
+	if len(modes) == 0 {
+		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: b.meta(workspaceClaimName(b.ar), 0, "workspace"),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      modes,
+			StorageClassName: ws.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+}
+
+// podSpec is the restricted, token-less base of every step pod.
+func (b childBuilder) podSpec(containers ...corev1.Container) corev1.PodSpec {
+	return corev1.PodSpec{
+		RestartPolicy:                corev1.RestartPolicyNever,
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To[int64](runAsUser),
+			RunAsGroup:     ptr.To[int64](runAsUser),
+			FSGroup:        ptr.To[int64](runAsUser),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		Containers: containers,
+		Volumes: []corev1.Volume{{
+			Name: volumeWorkspace,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: workspaceClaimName(b.ar),
+			}},
+		}},
+	}
+}
+
+func restricted() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// container is a step container that writes its result to the
+// termination message and mounts the whole workspace.
+func container(name, image string, args []string) corev1.Container {
+	return corev1.Container{
+		Name:                     name,
+		Image:                    image,
+		Command:                  args[:1],
+		Args:                     args[1:],
+		SecurityContext:          restricted(),
+		TerminationMessagePath:   steps.TerminationMessagePath,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts:             []corev1.VolumeMount{{Name: volumeWorkspace, MountPath: steps.WorkspaceMount}},
+	}
+}
+
+// toolsInit copies the autoresearch binary into an emptyDir for pods that
+// run a user's image.
+func (b childBuilder) toolsInit(spec *corev1.PodSpec) {
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeTools, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	spec.InitContainers = append(spec.InitContainers, corev1.Container{
+		Name:            "autoresearch-tools",
+		Image:           b.image,
+		Command:         []string{projectBinary, "install", steps.ToolsMount},
+		SecurityContext: restricted(),
+		VolumeMounts:    []corev1.VolumeMount{{Name: volumeTools, MountPath: steps.ToolsMount}},
+	})
+}
+
+func withTools(c corev1.Container) corev1.Container {
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeTools, MountPath: steps.ToolsMount, ReadOnly: true})
+	return c
+}
+
+func (b childBuilder) pod(name string, n int32, step string, spec corev1.PodSpec) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: b.meta(name, n, step), Spec: spec}
+}
+
+// initPod clones the source and prepares the worktree.
+func (b childBuilder) initPod() *corev1.Pod {
+	s := b.ar.Spec
+	opts := steps.InitOptions{
+		Worktree:  b.worktree(),
+		Repo:      steps.SourceDir,
+		Metric:    s.Eval.Metric,
+		MaxRounds: s.MaxRounds,
+		Fixed:     s.Fixed.Files,
+	}
+	if g := s.Source.Git; g != nil {
+		opts.CloneURL, opts.Ref = g.URL, g.Ref
+	}
+	if p := s.Source.PVC; p != nil && p.Path != "" {
+		opts.Repo = path.Join(steps.WorkspaceMount, p.Path)
+	}
+	c := container(stepInit, b.image, steps.InitArgs(projectBinary, opts))
+	spec := b.podSpec(c)
+	if g := s.Source.Git; g != nil && g.CredentialsSecret != "" {
+		spec.Containers[0].Env = []corev1.EnvVar{
+			secretEnv("GIT_USERNAME", g.CredentialsSecret, "username"),
+			secretEnv("GIT_PASSWORD", g.CredentialsSecret, "password"),
+		}
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeGitCreds, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: g.CredentialsSecret, Optional: ptr.To(true), DefaultMode: ptr.To[int32](0o400),
+		}}})
+		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeGitCreds, MountPath: gitCredsMount, ReadOnly: true})
+	}
+	return b.pod(initPodName(b.ar), 0, stepInit, spec)
+}
+
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key, Optional: ptr.To(true),
+	}}}
+}
+
+// hashesConfigMap holds the fixed files' hashes that eval verifies.
+func (b childBuilder) hashesConfigMap() (*corev1.ConfigMap, error) {
+	m := map[string]string{}
+	for _, h := range b.ar.Status.Workspace.FixedFileHashes {
+		m[h.Path] = h.SHA256
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{ObjectMeta: b.meta(hashesConfigMapName(b.ar), 0, "workspace"), Data: map[string]string{"hashes.json": string(data)}}, nil
+}
+
+func (b childBuilder) promptConfigMap(n int32, prompt string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: b.meta(promptConfigMapName(b.ar, n), n, stepResearcher), Data: map[string]string{"prompt.md": prompt}}
+}
+
+// researcherPod runs the untrusted Researcher: no service-account token,
+// the worktree writable, the git directory read-only, the prompt from a
+// ConfigMap, API keys only through the spec's secret references.
+func (b childBuilder) researcherPod(a round.Action, ledger *steps.LedgerUpdate) *corev1.Pod {
+	s := b.ar.Spec
+	prepare := container("prepare", b.image, steps.PrepareArgs(projectBinary, steps.PrepareOptions{
+		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Ledger: ledger,
+	}))
+	image := s.Researcher.Image
+	if image == "" {
+		image = b.image
+	}
+	researcher := withTools(corev1.Container{
+		Name:                     stepResearcher,
+		Image:                    image,
+		Command:                  []string{"/bin/sh", "-c", s.Researcher.Command},
+		WorkingDir:               b.experimentDir(),
+		Resources:                s.Researcher.Resources,
+		EnvFrom:                  s.Researcher.EnvFrom,
+		SecurityContext:          restricted(),
+		TerminationMessagePath:   steps.TerminationMessagePath,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		Env: append([]corev1.EnvVar{
+			{Name: "AUTORESEARCH_PROMPT_FILE", Value: steps.PromptFile},
+			{Name: "AUTORESEARCH_ROUND", Value: strconv.Itoa(int(a.Round))},
+			{Name: "AUTORESEARCH_EXPERIMENT", Value: b.ar.Name},
+			{Name: "AUTORESEARCH_EXPERIENCES", Value: path.Join(b.experimentDir(), "experiences.md")},
+			{Name: "AUTORESEARCH_RESULT_FILE", Value: steps.TerminationMessagePath},
+			{Name: "PATH", Value: steps.ToolsMount + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		}, s.Researcher.Env...),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: volumeWorkspace, MountPath: steps.WorktreeDir, SubPath: "worktree"},
+			{Name: volumeWorkspace, MountPath: path.Join(steps.SourceDir, ".git"), SubPath: "source/.git", ReadOnly: true},
+			{Name: volumePrompt, MountPath: steps.PromptMount, ReadOnly: true},
+		},
+	})
+	spec := b.podSpec(researcher)
+	spec.InitContainers = []corev1.Container{prepare}
+	b.toolsInit(&spec)
+	spec.ActiveDeadlineSeconds = ptr.To(seconds(s.ResearcherTimeout()))
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumePrompt, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: promptConfigMapName(b.ar, a.Round)},
+	}}})
+	return b.pod(childName(b.ar, a), a.Round, stepResearcher, spec)
+}
+
+// compliancePod checks the changed files in the operator's image and, when
+// the protocol has kernel targets, their parity in the training image.
+func (b childBuilder) compliancePod(a round.Action) (*corev1.Pod, error) {
+	s := b.ar.Spec
+	opts := steps.CheckOptions{
+		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Start: b.ar.Status.Workspace.StartCommit, Spec: &s,
+	}
+	if len(s.KernelTargets) == 0 {
+		return b.pod(childName(b.ar, a), a.Round, stepCompliance, b.podSpec(container(stepCompliance, b.image, steps.CheckArgs(projectBinary, opts)))), nil
+	}
+	opts.AlsoWrite = path.Join(resultsMount, "compliance.json")
+	check := container(stepCompliance, b.image, steps.CheckArgs(projectBinary, opts))
+	check.VolumeMounts = append(check.VolumeMounts, corev1.VolumeMount{Name: volumeResults, MountPath: resultsMount})
+	parity := withTools(container("parity", b.trainImage(), steps.ExecArgs(steps.Binary, steps.ExecOptions{
+		Step: steps.StepParity, Round: a.Round, Workdir: b.experimentDir(), Timeout: s.EvalTimeout(),
+		Targets: s.KernelTargets, Python: "python3", ComplianceFile: opts.AlsoWrite,
+	})))
+	parity.VolumeMounts = append(parity.VolumeMounts, corev1.VolumeMount{Name: volumeResults, MountPath: resultsMount})
+	spec := b.podSpec(parity)
+	b.toolsInit(&spec)
+	spec.InitContainers = append(spec.InitContainers, check)
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeResults, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	return b.pod(childName(b.ar, a), a.Round, stepCompliance, spec), nil
+}
+
+func (b childBuilder) trainImage() string {
+	if b.ar.Spec.Train.Image != "" {
+		return b.ar.Spec.Train.Image
+	}
+	return b.image
+}
+
+func (b childBuilder) evalImage() string {
+	if b.ar.Spec.Eval.Image != "" {
+		return b.ar.Spec.Eval.Image
+	}
+	return b.trainImage()
+}
+
+// gpuJob runs training or evaluation: the step wrapper in the user's image,
+// the GPU requested, a deadline, no retries for candidate failures, and
+// disruptions (preemption, eviction) ignored so that they never become a
+// verdict.
+func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
+	s := b.ar.Spec
+	step := actionStep(a.Type)
+	opts := steps.ExecOptions{
+		Step: step, Round: a.Round, Workdir: b.experimentDir(),
+		TimeLimit: s.Fixed.TimeLimit.Duration, EpochLimit: s.EpochLimitString(),
+		Timeout: s.Fixed.TimeLimit.Duration + wrapperBuffer, Grace: wrapperGrace,
+	}
+	if a.Sample > 0 {
+		opts.LogPath = steps.LogPath(a.Round, fmt.Sprintf("%s-%d", step, a.Sample))
+	}
+	command, image := s.Train.Command, b.trainImage()
+	limit := s.Fixed.TimeLimit.Duration
+	if a.Type == round.ActionRunEval {
+		command, image, limit = s.Eval.Command, b.evalImage(), s.EvalTimeout()
+		opts.Timeout = limit + wrapperBuffer
+		opts.Metric, opts.Pattern = s.Eval.Metric, s.Eval.Pattern
+		opts.FixedHashesFile = path.Join(hashesMount, "hashes.json")
+	}
+	opts.Command = []string{"/bin/sh", "-c", command}
+	c := withTools(container(step, image, steps.ExecArgs(steps.Binary, opts)))
+	c.WorkingDir = b.experimentDir()
+	c.Env = s.Train.Env
+	c.Resources = *s.Train.Resources.DeepCopy()
+	if s.Train.GPUs > 0 {
+		gpus := *resource.NewQuantity(int64(s.Train.GPUs), resource.DecimalSI)
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = corev1.ResourceList{}
+		}
+		if c.Resources.Requests == nil {
+			c.Resources.Requests = corev1.ResourceList{}
+		}
+		c.Resources.Limits[GPUResource] = gpus
+		c.Resources.Requests[GPUResource] = gpus
+	}
+	spec := b.podSpec(c)
+	b.toolsInit(&spec)
+	spec.NodeSelector = s.Train.NodeSelector
+	spec.Tolerations = s.Train.Tolerations
+	if a.Type == round.ActionRunEval {
+		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeHashes, MountPath: hashesMount, ReadOnly: true})
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeHashes, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: hashesConfigMapName(b.ar)},
+		}}})
+	}
+	meta := b.meta(childName(b.ar, a), a.Round, step)
+	job := &batchv1.Job{
+		ObjectMeta: meta,
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(seconds(limit + deadlineBuffer)),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:          batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+			}}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels}, Spec: spec},
+		},
+	}
+	if q := s.QueueName; q != "" {
+		job.Labels[LabelKueueQueue] = q
+		job.Spec.Suspend = ptr.To(true)
+	}
+	return job
+}
+
+// gitPod commits or rolls back the round and writes its ledger row.
+func (b childBuilder) gitPod(a round.Action, ledger steps.LedgerUpdate) *corev1.Pod {
+	action := steps.GitRollback
+	if a.Type == round.ActionCommit {
+		action = steps.GitCommit
+	}
+	args := steps.GitArgs(projectBinary, steps.GitOptions{
+		Worktree: b.worktree(), Action: action, Base: a.BaseCommit, Message: a.Message, Ledger: ledger,
+	})
+	return b.pod(childName(b.ar, a), a.Round, stepGit, b.podSpec(container(stepGit, b.image, args)))
+}
+
+// finishPod writes the final ledger header and commits the ledger.
+func (b childBuilder) finishPod(a round.Action, ledger steps.LedgerUpdate) *corev1.Pod {
+	args := steps.FinishArgs(projectBinary, steps.FinishOptions{Worktree: b.worktree(), Ledger: ledger})
+	return b.pod(childName(b.ar, a), a.Round, stepFinish, b.podSpec(container(stepFinish, b.image, args)))
+}
+
+func seconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return max(s, 1)
+}
+
+func describe(a round.Action) string {
+	return fmt.Sprintf("R%d %s", a.Round, a.Type)
+}

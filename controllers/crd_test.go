@@ -1,0 +1,132 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// validSpec is the smallest protocol the CRD accepts.
+func validSpec() map[string]any {
+	return map[string]any{
+		"researchQuestion": "Does a schedule help?",
+		"maxRounds":        int64(3),
+		"fixed":            map[string]any{"files": []any{"eval.py"}, "timeLimit": "60s"},
+		"variable":         map[string]any{"files": []any{"train.py"}},
+		"train":            map[string]any{"command": "python train.py"},
+		"eval":             map[string]any{"metric": "val_bpb", "direction": "minimize", "command": "python eval.py"},
+		"researcher":       map[string]any{"command": "agent"},
+	}
+}
+
+func experimentObject(ns, name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "autoresearch.dev/v1alpha1",
+		"kind":       "AutoResearch",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec":       spec,
+	}}
+}
+
+func TestCRDRejectsBadProtocols(t *testing.T) {
+	ns := newNamespace(t)
+	set := func(path string, v any) func(map[string]any) {
+		return func(spec map[string]any) {
+			keys := strings.Split(path, ".")
+			m := spec
+			for _, k := range keys[:len(keys)-1] {
+				next, ok := m[k].(map[string]any)
+				if !ok {
+					next = map[string]any{}
+					m[k] = next
+				}
+				m = next
+			}
+			if v == nil {
+				delete(m, keys[len(keys)-1])
+			} else {
+				m[keys[len(keys)-1]] = v
+			}
+		}
+	}
+	cases := map[string]struct {
+		edit func(map[string]any)
+		want string
+	}{
+		"missing metric":               {set("eval.metric", nil), "spec.eval.metric: Required value"},
+		"metric with spaces":           {set("eval.metric", "val bpb"), "spec.eval.metric: Invalid value"},
+		"bad direction":                {set("eval.direction", "up"), `spec.eval.direction: Unsupported value: "up"`},
+		"missing eval command":         {set("eval.command", nil), "spec.eval.command: Required value"},
+		"maxRounds zero":               {set("maxRounds", int64(0)), "spec.maxRounds: Invalid value: 0: spec.maxRounds in body should be greater than or equal to 1"},
+		"missing research question":    {set("researchQuestion", nil), "spec.researchQuestion: Required value"},
+		"file both fixed and variable": {set("variable.files", []any{"train.py", "eval.py"}), "a file cannot be both fixed and variable"},
+		"no variable files":            {set("variable.files", []any{}), "spec.variable.files: Invalid value"},
+		"absolute fixed path":          {set("fixed.files", []any{"/etc/passwd"}), "fixed.files must be relative paths inside the experiment directory"},
+		"variable path escapes":        {set("variable.files", []any{"../other/train.py"}), "variable.files must be relative paths inside the experiment directory"},
+		"time limit in words":          {set("fixed.timeLimit", "5min"), "timeLimit must be a duration of at least 1s"},
+		"time limit zero":              {set("fixed.timeLimit", "0s"), "timeLimit must be a duration of at least 1s"},
+		"researcher timeout in words":  {set("researcher.timeout", "soon"), "researcher.timeout must be a duration"},
+		"missing researcher command":   {set("researcher.command", nil), "spec.researcher.command: Required value"},
+		"empty train command":          {set("train.command", ""), "spec.train.command: Invalid value"},
+		"negative GPUs":                {set("train.gpus", int64(-1)), "spec.train.gpus: Invalid value: -1"},
+		"target not a number":          {set("target", "low"), "target must be a decimal number"},
+		"baseline not a number":        {set("baseline.value", "1,5"), "baseline.value must be a decimal number"},
+		"zero baseline runs":           {set("baseline.runs", int64(0)), "spec.baseline.runs: Invalid value: 0"},
+		"negative noise factor":        {set("acceptance.noiseFactor", "-1"), "noiseFactor must be a non-negative decimal number"},
+		"history limit too large":      {set("historyLimit", int64(1000)), "spec.historyLimit: Invalid value: 1000"},
+		"git and pvc source":           {set("source", map[string]any{"git": map[string]any{"url": "https://x"}, "pvc": map[string]any{"claimName": "c"}}), "source takes either git or pvc, not both"},
+		"kernel module without function": {set("kernelTargets", []any{map[string]any{
+			"name": "k", "newModule": "kernels", "baselineModule": "ref:k", "fixture": "ref:fx",
+		}}), "spec.kernelTargets[0].newModule: Invalid value"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := validSpec()
+			tc.edit(spec)
+			err := k8s.Create(context.Background(), experimentObject(ns, "bad", spec))
+			if err == nil {
+				t.Fatalf("the API server accepted it; want an error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCRDAcceptsTheExamples(t *testing.T) {
+	ns := newNamespace(t)
+	_, self, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(self), "..")
+	files, _ := filepath.Glob(filepath.Join(root, "examples", "*", "experiment.yaml"))
+	samples, _ := filepath.Glob(filepath.Join(root, "config", "samples", "autoresearch_*.yaml"))
+	files = append(files, samples...)
+	if len(files) < 3 {
+		t.Fatalf("found only %v; want both examples and the sample", files)
+	}
+	if err := k8s.Create(context.Background(), experimentObject(ns, "minimal", validSpec())); err != nil {
+		t.Errorf("the minimal protocol: %v", err)
+	}
+	for i, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		obj.SetNamespace(ns)
+		obj.SetName(fmt.Sprintf("%s-%d", obj.GetName(), i))
+		if err := k8s.Create(context.Background(), obj); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+)
+
+// editSpec changes the experiment's spec as `kubectl edit` would.
+func editSpec(t *testing.T, ns, name string, edit func(*v1alpha1.AutoResearchSpec)) {
+	t.Helper()
+	eventually(t, "the spec edit", func() (bool, error) {
+		ar := getExperiment(t, ns, name)
+		edit(&ar.Spec)
+		err := k8s.Update(context.Background(), ar)
+		return err == nil, err
+	})
+}
+
+// A new manager after every step finds what the old one made: no child is
+// created twice, no round or verdict is lost.
+func TestRestartAtEveryStep(t *testing.T) {
+	ns := newNamespace(t)
+	m := startManager(t)
+	createExperiment(t, ns, func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 2 })
+	uids := map[string]types.UID{}
+	restart := func(name string, obj client.Object) {
+		t.Helper()
+		eventually(t, name, func() (bool, error) {
+			err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
+			return err == nil, err
+		})
+		uids[name] = obj.GetUID()
+		m.stop()
+		m = startManager(t)
+	}
+	pod := func(name string, msg string) {
+		restart(name, &corev1.Pod{})
+		finishPod(t, ns, name, 0, msg)
+	}
+	job := func(name string, msg string) {
+		restart(name, &batchv1.Job{})
+		finishJob(t, ns, name, 0, msg)
+	}
+	pod(experiment+"-init", result(t, steps.WorkspaceResult{StartCommit: "s0", FixedHashes: map[string]string{"eval.py": "a"}}))
+	job(experiment+"-r0-train-1", result(t, steps.TrainResult{}))
+	job(experiment+"-r0-eval-1", result(t, steps.EvalResult{Found: true, Value: "1"}))
+	for i, value := range []string{"0.5", "0.7"} {
+		n := i + 1
+		pod(podName(n, stepResearcher), "")
+		pod(podName(n, stepCompliance), result(t, steps.ComplianceResult{Strategy: "s"}))
+		job(podName(n, stepTrain), result(t, steps.TrainResult{}))
+		job(podName(n, stepEval), result(t, steps.EvalResult{Found: true, Value: value}))
+		pod(podName(n, stepGit), result(t, steps.GitResult{Commit: "c1"}))
+	}
+	ar := waitStatus(t, ns, experiment, "the end", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseSucceeded })
+	var got []string
+	for _, h := range ar.Status.History {
+		got = append(got, string(h.Verdict))
+	}
+	if strings.Join(got, ",") != "baseline,improved,not_improved" {
+		t.Errorf("history %v, want baseline, improved, not_improved", got)
+	}
+	for name, uid := range uids {
+		var obj client.Object = &corev1.Pod{}
+		if strings.Contains(name, "-train") || strings.Contains(name, "-eval") {
+			obj = &batchv1.Job{}
+		}
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+			continue // cleaned up with its round
+		}
+		if obj.GetUID() != uid {
+			t.Errorf("%s was created again after a restart", name)
+		}
+	}
+}
+
+func TestSuspendResume(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, experiment, nil)
+	waitPod(t, ns, podName(1, stepResearcher))
+	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = true })
+
+	// The running step finishes; nothing new starts.
+	finishPod(t, ns, podName(1, stepResearcher), 0, "")
+	ar := waitStatus(t, ns, experiment, "Suspended", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseSuspended })
+	if c := condition(ar, v1alpha1.ConditionSuspended); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Suspended condition %+v", c)
+	}
+	if !absent(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(1, stepCompliance)}}) {
+		t.Fatal("a suspended experiment started its compliance step")
+	}
+
+	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = false })
+	waitPod(t, ns, podName(1, stepCompliance))
+	waitStatus(t, ns, experiment, "Running", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseRunning })
+}
+
+func TestGuidanceAndMaxRounds(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
+	playNamed(t, ns, experiment, roundPlay{train: trainOK(), eval: evalValue("0.5")})
+	finishPod(t, ns, podName(1, stepGit), 0, result(t, steps.GitResult{Commit: "c1"}))
+	waitStatus(t, ns, experiment, "Succeeded", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseSucceeded })
+
+	// Raising maxRounds resumes a finished experiment; new guidance reaches
+	// the next prompt and that round's Note.
+	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) {
+		s.MaxRounds = 3
+		s.Guidance = append(s.Guidance, "try a cosine schedule")
+	})
+	waitPod(t, ns, podName(2, stepResearcher))
+	prompt := &corev1.ConfigMap{}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: experiment + "-r2-prompt"}, prompt); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(prompt.Data["prompt.md"], "try a cosine schedule") {
+		t.Errorf("round 2 prompt lacks the guidance:\n%s", prompt.Data["prompt.md"])
+	}
+
+	// Lowering maxRounds below the current round ends after this round.
+	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
+	finishPod(t, ns, podName(2, stepResearcher), 0, "")
+	finishPod(t, ns, podName(2, stepCompliance), 0, result(t, steps.ComplianceResult{Violation: "modified fixed file eval.py"}))
+	finishPod(t, ns, podName(2, stepGit), 0, result(t, steps.GitResult{}))
+	ar := waitStatus(t, ns, experiment, "Succeeded again", func(s v1alpha1.AutoResearchStatus) bool {
+		return s.Phase == v1alpha1.PhaseSucceeded && s.CompletedRounds == 2
+	})
+	if h := ar.Status.History[len(ar.Status.History)-1]; h.Note != "try a cosine schedule" || h.Verdict != v1alpha1.VerdictComplianceFailed {
+		t.Errorf("round 2 record %+v, want the note and compliance_failed", h)
+	}
+	if !absent(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(3, stepResearcher)}}) {
+		t.Error("round 3 started after maxRounds was lowered")
+	}
+}
+
+func TestChildrenAreOwnedForDeletion(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, experiment, nil)
+	waitPod(t, ns, podName(1, stepResearcher))
+	ar := getExperiment(t, ns, experiment)
+
+	var pods corev1.PodList
+	var jobs batchv1.JobList
+	var cms corev1.ConfigMapList
+	var claims corev1.PersistentVolumeClaimList
+	for _, l := range []client.ObjectList{&pods, &jobs, &cms, &claims} {
+		if err := k8s.List(context.Background(), l, client.InNamespace(ns), client.MatchingLabels{LabelExperiment: experiment}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var children []client.Object
+	for i := range pods.Items {
+		if pods.Items[i].Labels["batch.kubernetes.io/job-name"] == "" {
+			children = append(children, &pods.Items[i])
+		}
+	}
+	for i := range jobs.Items {
+		children = append(children, &jobs.Items[i])
+	}
+	for i := range cms.Items {
+		children = append(children, &cms.Items[i])
+	}
+	for i := range claims.Items {
+		children = append(children, &claims.Items[i])
+	}
+	if len(children) < 7 {
+		t.Fatalf("found %d children, want the claim, init, baseline jobs, config maps and the researcher", len(children))
+	}
+	for _, c := range children {
+		owner := metav1.GetControllerOf(c)
+		if owner == nil || owner.UID != ar.UID || owner.BlockOwnerDeletion == nil || !*owner.BlockOwnerDeletion {
+			t.Errorf("%T %s is not controlled by the experiment: %+v", c, c.GetName(), c.GetOwnerReferences())
+		}
+	}
+
+	if err := k8s.Delete(context.Background(), ar); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the experiment to go", func() (bool, error) { return absent(t, &v1alpha1.AutoResearch{ObjectMeta: ar.ObjectMeta}), nil })
+}

@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+)
+
+// Labels on every child the operator creates.
+const (
+	LabelManagedBy  = "app.kubernetes.io/managed-by"
+	LabelExperiment = "autoresearch.dev/experiment"
+	LabelRound      = "autoresearch.dev/round"
+	LabelStep       = "autoresearch.dev/step"
+	ManagerName     = "autoresearch-operator"
+	// LabelKueueQueue admits Jobs through Kueue.
+	LabelKueueQueue = "kueue.x-k8s.io/queue-name"
+)
+
+// Step names of children, as in their names and the step label.
+const (
+	stepInit       = "init"
+	stepResearcher = "researcher"
+	stepCompliance = "compliance"
+	stepTrain      = "train"
+	stepEval       = "eval"
+	stepGit        = "git"
+	stepFinish     = "finish"
+)
+
+// Deterministic names: an operator restart finds the child it already
+// created instead of creating it twice.
+
+func workspaceClaimName(ar *v1alpha1.AutoResearch) string {
+	if p := ar.Spec.Source.PVC; p != nil {
+		return p.ClaimName
+	}
+	return ar.Name + "-workspace"
+}
+
+func initPodName(ar *v1alpha1.AutoResearch) string { return ar.Name + "-init" }
+
+func hashesConfigMapName(ar *v1alpha1.AutoResearch) string { return ar.Name + "-fixed-hashes" }
+
+func promptConfigMapName(ar *v1alpha1.AutoResearch, n int32) string {
+	return fmt.Sprintf("%s-r%d-prompt", ar.Name, n)
+}
+
+// childName is the name of the child that performs an action.
+func childName(ar *v1alpha1.AutoResearch, a round.Action) string {
+	switch a.Type {
+	case round.ActionPrepareWorkspace:
+		return initPodName(ar)
+	case round.ActionFinish:
+		return fmt.Sprintf("%s-r%d-%s", ar.Name, a.Round, stepFinish)
+	}
+	step := actionStep(a.Type)
+	if a.Sample > 0 {
+		return fmt.Sprintf("%s-r%d-%s-%d", ar.Name, a.Round, step, a.Sample)
+	}
+	return fmt.Sprintf("%s-r%d-%s", ar.Name, a.Round, step)
+}
+
+func actionStep(t round.ActionType) string {
+	switch t {
+	case round.ActionPrepareWorkspace:
+		return stepInit
+	case round.ActionRunResearcher:
+		return stepResearcher
+	case round.ActionCheckCompliance:
+		return stepCompliance
+	case round.ActionRunTrain:
+		return stepTrain
+	case round.ActionRunEval:
+		return stepEval
+	case round.ActionCommit, round.ActionRollback:
+		return stepGit
+	case round.ActionFinish:
+		return stepFinish
+	}
+	return ""
+}
+
+func childLabels(ar *v1alpha1.AutoResearch, n int32, step string) map[string]string {
+	return map[string]string{
+		LabelManagedBy:  ManagerName,
+		LabelExperiment: ar.Name,
+		LabelRound:      strconv.Itoa(int(n)),
+		LabelStep:       step,
+	}
+}

@@ -1,0 +1,293 @@
+package controllers
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+)
+
+// world is what the reconciler found of an experiment's children.
+type world struct {
+	pods map[string]*corev1.Pod
+	jobs map[string]*batchv1.Job
+	// jobPods are the pods of each Job, by Job name.
+	jobPods map[string][]*corev1.Pod
+}
+
+// stepFailure is a child that ended without a result the engine can use,
+// through no fault of the candidate: it is deleted and created again.
+type stepFailure struct {
+	name   string
+	reason string
+}
+
+// observe turns the state of the current step's child into the engine's
+// observation; a step still running is a Tick.
+func observe(ar *v1alpha1.AutoResearch, w world) (round.Observation, *stepFailure) {
+	st := ar.Status
+	tick := round.Observation{Kind: round.ObserveTick}
+	if st.Phase == v1alpha1.PhaseInitializing {
+		pod := w.pods[initPodName(ar)]
+		if !podFinished(pod) {
+			return tick, nil
+		}
+		return observeWorkspace(pod), nil
+	}
+	cr := st.CurrentRound
+	if cr == nil || cr.StepState != v1alpha1.StepRunning {
+		return tick, nil
+	}
+	a := currentAction(st)
+	name := childName(ar, a)
+	obs := round.Observation{Round: cr.Number}
+	switch cr.Step {
+	case v1alpha1.StepResearcher:
+		pod := w.pods[name]
+		if !podFinished(pod) {
+			return tick, nil
+		}
+		obs.Kind = round.ObserveResearcherFinished
+		obs.Researcher = observeResearcher(pod)
+	case v1alpha1.StepCompliance:
+		pod := w.pods[name]
+		if !podFinished(pod) {
+			return tick, nil
+		}
+		var res steps.ComplianceResult
+		if err := steps.Decode(lastTerminated(pod).Message, &res); err != nil {
+			return tick, &stepFailure{name, "the compliance check ended without a result: " + podProblem(pod, err)}
+		}
+		obs.Kind = round.ObserveComplianceChecked
+		obs.Compliance = &round.ComplianceResult{Strategy: res.Strategy, Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory}
+	case v1alpha1.StepTrain:
+		job := w.jobs[name]
+		if !jobFinished(job) {
+			return tick, nil
+		}
+		var res steps.TrainResult
+		exit := observeJob(job, w.jobPods[name], &res)
+		obs.Kind = round.ObserveTrainFinished
+		obs.Train = &round.TrainResult{Exit: exit, Divergence: res.Divergence, FinalLoss: res.FinalLoss, MemoryGB: res.MemoryGB}
+	case v1alpha1.StepEval:
+		job := w.jobs[name]
+		if !jobFinished(job) {
+			return tick, nil
+		}
+		var res steps.EvalResult
+		exit := observeJob(job, w.jobPods[name], &res)
+		obs.Kind = round.ObserveEvalFinished
+		obs.Eval = &round.EvalResult{Exit: exit, Found: res.Found, Value: res.Value, FixedFilesChanged: res.FixedFilesChanged}
+	case v1alpha1.StepGit:
+		pod := w.pods[name]
+		if !podFinished(pod) {
+			return tick, nil
+		}
+		var res steps.GitResult
+		if pod.Status.Phase != corev1.PodSucceeded {
+			return tick, &stepFailure{name, "the git step failed: " + podProblem(pod, nil)}
+		}
+		if err := steps.Decode(lastTerminated(pod).Message, &res); err != nil {
+			return tick, &stepFailure{name, "the git step ended without a result: " + podProblem(pod, err)}
+		}
+		obs.Kind = round.ObserveRolledBack
+		if a.Type == round.ActionCommit {
+			obs.Kind = round.ObserveCommitted
+			obs.Commit = res.Commit
+		}
+	default:
+		return tick, nil
+	}
+	return obs, nil
+}
+
+// currentAction is the action of the step in progress, as the engine emitted it.
+func currentAction(st v1alpha1.AutoResearchStatus) round.Action {
+	cr := st.CurrentRound
+	a := round.Action{Round: cr.Number, BaseCommit: cr.BaseCommit}
+	switch cr.Step {
+	case v1alpha1.StepResearcher:
+		a.Type = round.ActionRunResearcher
+	case v1alpha1.StepCompliance:
+		a.Type = round.ActionCheckCompliance
+	case v1alpha1.StepTrain:
+		a.Type = round.ActionRunTrain
+	case v1alpha1.StepEval:
+		a.Type = round.ActionRunEval
+	case v1alpha1.StepGit:
+		a.Type = round.ActionRollback
+		if len(cr.Candidates) > 0 && cr.Candidates[0].Verdict == v1alpha1.VerdictImproved {
+			a.Type = round.ActionCommit
+		}
+	}
+	if cr.Number == 0 && st.Baseline != nil && (a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval) {
+		a.Sample = int32(len(st.Baseline.Values)) + 1
+	}
+	return a
+}
+
+func observeWorkspace(pod *corev1.Pod) round.Observation {
+	var res steps.WorkspaceResult
+	err := steps.Decode(lastTerminated(pod).Message, &res)
+	switch {
+	case err != nil:
+		return round.Observation{Kind: round.ObserveWorkspaceFailed, Error: podProblem(pod, err)}
+	case res.Error != "" || pod.Status.Phase != corev1.PodSucceeded:
+		return round.Observation{Kind: round.ObserveWorkspaceFailed, Error: orText(res.Error, podProblem(pod, nil))}
+	}
+	var hashes []v1alpha1.FileHash
+	for p, h := range res.FixedHashes {
+		hashes = append(hashes, v1alpha1.FileHash{Path: p, SHA256: h})
+	}
+	slices.SortFunc(hashes, func(a, b v1alpha1.FileHash) int { return strings.Compare(a.Path, b.Path) })
+	return round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
+		Path: steps.WorktreeDir, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: hashes,
+	}}
+}
+
+// researcherReport is what a Researcher may write to its termination
+// message ($AUTORESEARCH_RESULT_FILE) about its own consumption.
+type researcherReport struct {
+	InputTokens  int64  `json:"inputTokens"`
+	OutputTokens int64  `json:"outputTokens"`
+	Cost         string `json:"cost"`
+}
+
+func observeResearcher(pod *corev1.Pod) *round.ResearcherResult {
+	term := containerTerminated(pod, stepResearcher)
+	res := &round.ResearcherResult{Exit: exitOf(pod, term)}
+	if term != nil {
+		var report researcherReport
+		if json.Unmarshal([]byte(term.Message), &report) == nil {
+			res.Usage = v1alpha1.Usage{InputTokens: report.InputTokens, OutputTokens: report.OutputTokens, Cost: report.Cost}
+		} else {
+			res.Exit.Tail = term.Message
+		}
+	}
+	return res
+}
+
+// observeJob reads a finished Job's result from its last pod's termination
+// message into res, and returns how the user process ended.
+func observeJob(job *batchv1.Job, pods []*corev1.Pod, res any) round.ProcessExit {
+	var pod *corev1.Pod
+	for _, p := range pods {
+		if podFinished(p) && (pod == nil || p.CreationTimestamp.After(pod.CreationTimestamp.Time)) {
+			pod = p
+		}
+	}
+	exit := round.ProcessExit{}
+	var term *corev1.ContainerStateTerminated
+	if pod != nil {
+		term = lastTerminated(pod)
+		exit = exitOf(pod, term)
+	}
+	var pr *steps.ProcessResult
+	switch r := res.(type) {
+	case *steps.TrainResult:
+		pr = &r.ProcessResult
+	case *steps.EvalResult:
+		pr = &r.ProcessResult
+	}
+	if term != nil && steps.Decode(term.Message, res) == nil {
+		exit.ExitCode, exit.TimedOut, exit.Tail = pr.ExitCode, pr.TimedOut, pr.Tail
+		exit.Duration = time.Duration(pr.DurationMS) * time.Millisecond
+	}
+	if c := jobCondition(job, batchv1.JobFailed); c != nil && c.Reason == batchv1.JobReasonDeadlineExceeded {
+		exit.TimedOut = true
+		if exit.Duration == 0 && job.Status.StartTime != nil {
+			exit.Duration = c.LastTransitionTime.Sub(job.Status.StartTime.Time)
+		}
+	}
+	if jobCondition(job, batchv1.JobFailed) != nil && exit.ExitCode == 0 && !exit.TimedOut {
+		exit.ExitCode = 1
+		exit.Tail = orText(exit.Tail, jobCondition(job, batchv1.JobFailed).Message)
+	}
+	return exit
+}
+
+func exitOf(pod *corev1.Pod, term *corev1.ContainerStateTerminated) round.ProcessExit {
+	exit := round.ProcessExit{TimedOut: pod.Status.Reason == "DeadlineExceeded"}
+	if term != nil {
+		exit.ExitCode = int(term.ExitCode)
+		exit.Duration = term.FinishedAt.Sub(term.StartedAt.Time)
+		if term.Reason != "" && term.Reason != "Completed" && term.Reason != "Error" {
+			exit.Tail = term.Reason
+		}
+	} else if pod.Status.Phase == corev1.PodFailed {
+		exit.ExitCode = 1
+		exit.Tail = orText(pod.Status.Message, pod.Status.Reason)
+	}
+	if exit.TimedOut && pod.Status.StartTime != nil && exit.Duration == 0 {
+		exit.Duration = time.Since(pod.Status.StartTime.Time)
+	}
+	return exit
+}
+
+func podFinished(pod *corev1.Pod) bool {
+	return pod != nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
+}
+
+func jobFinished(job *batchv1.Job) bool {
+	return job != nil && (jobCondition(job, batchv1.JobComplete) != nil || jobCondition(job, batchv1.JobFailed) != nil)
+}
+
+func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range job.Status.Conditions {
+		c := &job.Status.Conditions[i]
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+func containerTerminated(pod *corev1.Pod, name string) *corev1.ContainerStateTerminated {
+	for _, cs := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
+		if cs.Name == name {
+			return cs.State.Terminated
+		}
+	}
+	return nil
+}
+
+// lastTerminated is the state of the pod's main container: the last one.
+func lastTerminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
+	if n := len(pod.Spec.Containers); n > 0 {
+		if t := containerTerminated(pod, pod.Spec.Containers[n-1].Name); t != nil {
+			return t
+		}
+	}
+	return &corev1.ContainerStateTerminated{}
+}
+
+func podProblem(pod *corev1.Pod, err error) string {
+	var parts []string
+	if err != nil {
+		parts = append(parts, err.Error())
+	}
+	for _, cs := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			parts = append(parts, fmt.Sprintf("container %s exited with code %d: %s", cs.Name, t.ExitCode, strings.TrimSpace(orText(t.Message, t.Reason))))
+		}
+	}
+	if pod.Status.Message != "" {
+		parts = append(parts, pod.Status.Message)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func orText(s, fallback string) string {
+	if s != "" {
+		return s
+	}
+	return fallback
+}
