@@ -20,7 +20,7 @@ import (
 // These helpers play the kubelet and the Job controller, which envtest
 // does not run.
 
-func result(t *testing.T, v any) string {
+func result(t testing.TB, v any) string {
 	t.Helper()
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -30,7 +30,7 @@ func result(t *testing.T, v any) string {
 }
 
 // waitPod waits for the operator to create a pod and returns it.
-func waitPod(t *testing.T, ns, name string) *corev1.Pod {
+func waitPod(t testing.TB, ns, name string) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{}
 	eventually(t, "pod "+name, func() (bool, error) {
@@ -40,7 +40,7 @@ func waitPod(t *testing.T, ns, name string) *corev1.Pod {
 	return pod
 }
 
-func waitJob(t *testing.T, ns, name string) *batchv1.Job {
+func waitJob(t testing.TB, ns, name string) *batchv1.Job {
 	t.Helper()
 	job := &batchv1.Job{}
 	eventually(t, "job "+name, func() (bool, error) {
@@ -50,7 +50,7 @@ func waitJob(t *testing.T, ns, name string) *batchv1.Job {
 	return job
 }
 
-func absent(t *testing.T, obj client.Object) bool {
+func absent(t testing.TB, obj client.Object) bool {
 	t.Helper()
 	err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -61,7 +61,7 @@ func absent(t *testing.T, obj client.Object) bool {
 
 // terminate marks every container of a pod as exited, the last one with
 // exitCode and message, as the kubelet reports a finished pod.
-func terminate(t *testing.T, pod *corev1.Pod, exitCode int32, message, reason string) {
+func terminate(t testing.TB, pod *corev1.Pod, exitCode int32, message, reason string) {
 	t.Helper()
 	start := metav1.NewTime(time.Now().Add(-3 * time.Second).Truncate(time.Second))
 	end := metav1.NewTime(start.Add(2 * time.Second))
@@ -94,14 +94,14 @@ func terminate(t *testing.T, pod *corev1.Pod, exitCode int32, message, reason st
 }
 
 // finishPod waits for a pod of the operator and ends it.
-func finishPod(t *testing.T, ns, name string, exitCode int32, message string) {
+func finishPod(t testing.TB, ns, name string, exitCode int32, message string) {
 	t.Helper()
 	terminate(t, waitPod(t, ns, name), exitCode, message, "")
 }
 
 // finishJob plays the Job controller: it creates the Job's pod, ends it,
 // and marks the Job complete or failed.
-func finishJob(t *testing.T, ns, name string, exitCode int32, message string) {
+func finishJob(t testing.TB, ns, name string, exitCode int32, message string) {
 	t.Helper()
 	job := waitJob(t, ns, name)
 	pod := runJobPod(t, job, "")
@@ -110,7 +110,7 @@ func finishJob(t *testing.T, ns, name string, exitCode int32, message string) {
 }
 
 // runJobPod creates a pod of the Job, as the Job controller would.
-func runJobPod(t *testing.T, job *batchv1.Job, suffix string) *corev1.Pod {
+func runJobPod(t testing.TB, job *batchv1.Job, suffix string) *corev1.Pod {
 	t.Helper()
 	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name}
 	for k, v := range job.Spec.Template.Labels {
@@ -133,7 +133,7 @@ func runJobPod(t *testing.T, job *batchv1.Job, suffix string) *corev1.Pod {
 
 // completeJob writes the Job's final conditions; reason "DeadlineExceeded"
 // plays activeDeadlineSeconds.
-func completeJob(t *testing.T, job *batchv1.Job, succeeded bool, reason string) {
+func completeJob(t testing.TB, job *batchv1.Job, succeeded bool, reason string) {
 	t.Helper()
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(job), job); err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func completeJob(t *testing.T, job *batchv1.Job, succeeded bool, reason string) 
 }
 
 // getExperiment reads the experiment as it is now.
-func getExperiment(t *testing.T, ns, name string) *v1alpha1.AutoResearch {
+func getExperiment(t testing.TB, ns, name string) *v1alpha1.AutoResearch {
 	t.Helper()
 	ar := &v1alpha1.AutoResearch{}
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, ar); err != nil {
@@ -171,7 +171,7 @@ func getExperiment(t *testing.T, ns, name string) *v1alpha1.AutoResearch {
 }
 
 // waitStatus waits until the experiment's status satisfies cond.
-func waitStatus(t *testing.T, ns, name, what string, cond func(v1alpha1.AutoResearchStatus) bool) *v1alpha1.AutoResearch {
+func waitStatus(t testing.TB, ns, name, what string, cond func(v1alpha1.AutoResearchStatus) bool) *v1alpha1.AutoResearch {
 	t.Helper()
 	ar := &v1alpha1.AutoResearch{}
 	eventually(t, what, func() (bool, error) {
@@ -184,7 +184,7 @@ func waitStatus(t *testing.T, ns, name, what string, cond func(v1alpha1.AutoRese
 }
 
 // events lists the reasons and messages of the experiment's events.
-func events(t *testing.T, ns, name string) []corev1.Event {
+func events(t testing.TB, ns, name string) []corev1.Event {
 	t.Helper()
 	var list corev1.EventList
 	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
@@ -199,7 +199,7 @@ func events(t *testing.T, ns, name string) []corev1.Event {
 	return out
 }
 
-func hasEvent(t *testing.T, ns, name, reason, contains string) bool {
+func hasEvent(t testing.TB, ns, name, reason, contains string) bool {
 	t.Helper()
 	for _, e := range events(t, ns, name) {
 		if e.Reason == reason && (contains == "" || containsText(e.Message, contains)) {

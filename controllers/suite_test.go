@@ -104,7 +104,7 @@ type manager struct {
 
 // startManager runs the reconciler in its own manager, as the operator
 // binary does, until stop or the end of the test.
-func startManager(t *testing.T) *manager {
+func startManager(t testing.TB) *manager {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -142,7 +142,7 @@ func (m *manager) stop() {
 }
 
 // newNamespace gives a test a namespace of its own.
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ar-test-"}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
@@ -153,9 +153,14 @@ func newNamespace(t *testing.T) string {
 
 // eventually polls cond until it holds; the timeout only bounds a broken
 // test, it asserts nothing about speed.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
+func eventually(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	eventuallyWithin(t, 30*time.Second, what, cond)
+}
+
+func eventuallyWithin(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
 		ok, err := cond()

@@ -1,0 +1,209 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+)
+
+// BenchmarkOperator creates many experiments (BENCH_EXPERIMENTS, default
+// 500) and drives each through 3 rounds, playing the kubelet and the Job
+// controller as fast as it can. It reports the time from a child's
+// completion to the creation of the experiment's next child (p50, p99), the
+// test process's memory with the manager in it, and the largest status.
+func BenchmarkOperator(b *testing.B) {
+	n := 500
+	if v, err := strconv.Atoi(os.Getenv("BENCH_EXPERIMENTS")); err == nil && v > 0 {
+		n = v
+	}
+	for range b.N {
+		benchmarkOperator(b, n)
+	}
+}
+
+func benchmarkOperator(b *testing.B, n int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newNamespace(b)
+	m := startManager(b)
+	defer m.stop()
+
+	k := &benchKubelet{ns: ns, finished: map[string]time.Time{}, work: make(chan client.Object, 100000)}
+	informers, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, obj := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
+		inf, err := informers.GetInformer(ctx, obj)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: k.added}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	go func() { _ = informers.Start(ctx) }()
+	informers.WaitForCacheSync(ctx)
+	var workers sync.WaitGroup
+	for range 8 {
+		workers.Go(func() {
+			for obj := range k.work {
+				k.finish(b, obj)
+			}
+		})
+	}
+
+	b.ResetTimer()
+	start := time.Now()
+	for i := range n {
+		ar := &v1alpha1.AutoResearch{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b%d", i), Namespace: ns}, Spec: v1alpha1.AutoResearchSpec{
+			ResearchQuestion: "q", MaxRounds: 3,
+			Fixed:      v1alpha1.FixedSpec{Files: []string{"eval.py"}, TimeLimit: metav1.Duration{Duration: time.Minute}},
+			Variable:   v1alpha1.VariableSpec{Files: []string{"train.py"}},
+			Train:      v1alpha1.TrainSpec{Command: "python train.py", GPUs: 1},
+			Eval:       v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.Minimize, Command: "python eval.py"},
+			Researcher: v1alpha1.ResearcherSpec{Command: "agent"},
+		}}
+		if err := k8s.Create(ctx, ar); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var largest int
+	eventuallyWithin(b, 30*time.Minute, "every experiment to finish", func() (bool, error) {
+		var list v1alpha1.AutoResearchList
+		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		done := 0
+		for _, ar := range list.Items {
+			if ar.Status.Phase == v1alpha1.PhaseSucceeded {
+				done++
+			}
+			data, _ := json.Marshal(ar.Status)
+			largest = max(largest, len(data))
+		}
+		return done == n, fmt.Errorf("%d of %d done", done, n)
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(k.work)
+	workers.Wait()
+
+	k.mu.Lock()
+	lat := slices.Clone(k.latencies)
+	k.mu.Unlock()
+	slices.Sort(lat)
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	b.ReportMetric(float64(percentile(lat, 50).Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(percentile(lat, 99).Milliseconds()), "p99-ms")
+	b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MiB")
+	b.ReportMetric(float64(mem.HeapInuse)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(largest), "max-status-bytes")
+	b.ReportMetric(elapsed.Seconds(), "total-s")
+	b.ReportMetric(float64(len(lat)), "handoffs")
+}
+
+// benchKubelet ends every child as soon as it appears.
+type benchKubelet struct {
+	ns        string
+	work      chan client.Object
+	mu        sync.Mutex
+	finished  map[string]time.Time // experiment → when its last child ended
+	latencies []time.Duration
+}
+
+func (k *benchKubelet) added(obj any) {
+	o, ok := obj.(client.Object)
+	if !ok || o.GetLabels()[LabelManagedBy] != ManagerName || o.GetLabels()["batch.kubernetes.io/job-name"] != "" {
+		return
+	}
+	exp := o.GetLabels()[LabelExperiment]
+	k.mu.Lock()
+	if t, ok := k.finished[exp]; ok {
+		k.latencies = append(k.latencies, time.Since(t))
+		delete(k.finished, exp)
+	}
+	k.mu.Unlock()
+	k.work <- o
+}
+
+func (k *benchKubelet) finish(b *testing.B, obj client.Object) {
+	step, exp := obj.GetLabels()[LabelStep], obj.GetLabels()[LabelExperiment]
+	var msg string
+	switch step {
+	case stepInit:
+		msg = result(b, steps.WorkspaceResult{StartCommit: "s0", FixedHashes: map[string]string{"eval.py": "a"}})
+	case stepCompliance:
+		msg = result(b, steps.ComplianceResult{Strategy: "a strategy"})
+	case stepTrain:
+		msg = result(b, steps.TrainResult{ProcessResult: steps.ProcessResult{DurationMS: 1000}})
+	case stepEval:
+		value := "1.0"
+		if r, _ := strconv.Atoi(obj.GetLabels()[LabelRound]); r > 0 {
+			value = strconv.FormatFloat(1-0.1*float64(r), 'f', 2, 64)
+		}
+		msg = result(b, steps.EvalResult{Found: true, Value: value})
+	case stepGit:
+		msg = result(b, steps.GitResult{Commit: "c" + obj.GetLabels()[LabelRound]})
+	case stepFinish, stepResearcher:
+	default:
+		return
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if step == stepFinish {
+			return
+		}
+		terminate(b, o.DeepCopy(), 0, msg, "")
+	case *batchv1.Job:
+		job := o.DeepCopy()
+		terminate(b, runJobPod(b, job, ""), 0, msg, "")
+		completeJob(b, job, true, "")
+	default:
+		return
+	}
+	k.mu.Lock()
+	k.finished[exp] = time.Now()
+	k.mu.Unlock()
+}
+
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+}
+
+// rssBytes is this process's resident memory, which holds the manager.
+func rssBytes() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
