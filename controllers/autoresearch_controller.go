@@ -21,7 +21,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -42,6 +44,8 @@ type AutoResearchReconciler struct {
 	Image string
 	// Clock is the engine's clock; nil means the real one.
 	Clock clock.PassiveClock
+	// MaxConcurrentReconciles is how many experiments reconcile at once.
+	MaxConcurrentReconciles int
 }
 
 // +kubebuilder:rbac:groups=autoresearch.dev,resources=autoresearches,verbs=get;list;watch;update;patch
@@ -160,18 +164,15 @@ func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoR
 		if w.pods[name] != nil {
 			return nil
 		}
-		cm, err := b.hashesConfigMap()
-		if err != nil {
-			return err
-		}
-		if err := r.ensure(ctx, ar, cm); err != nil {
-			return err
-		}
 		prompt, err := renderPrompt(ar, a)
 		if err != nil {
 			return err
 		}
-		if err := r.ensure(ctx, ar, b.promptConfigMap(a.Round, prompt)); err != nil {
+		cm, err := b.roundConfigMap(a.Round, prompt)
+		if err != nil {
+			return err
+		}
+		if err := r.ensure(ctx, ar, cm); err != nil {
 			return err
 		}
 		return r.ensure(ctx, ar, b.researcherPod(a, baselineLedger(ar, a.Round)))
@@ -258,6 +259,29 @@ func (r *AutoResearchReconciler) cleanup(ctx context.Context, ar *v1alpha1.AutoR
 	return nil
 }
 
+// childFinished lets through only the child events that can move the loop:
+// a step that ended, or a child that was deleted. The operator created the
+// child itself, and every other status change would only wake the
+// reconciler for nothing.
+var childFinished = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return childDone(e.ObjectNew) && !childDone(e.ObjectOld)
+	},
+}
+
+func childDone(obj client.Object) bool {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return podFinished(o)
+	case *batchv1.Job:
+		return jobFinished(o)
+	}
+	return false
+}
+
 // SetupWithManager registers the controller and the owner index.
 func (r *AutoResearchReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
@@ -275,8 +299,9 @@ func (r *AutoResearchReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.AutoResearch{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&corev1.Pod{}).
-		Owns(&batchv1.Job{}).
+		Owns(&corev1.Pod{}, builder.WithPredicates(childFinished)).
+		Owns(&batchv1.Job{}, builder.WithPredicates(childFinished)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
 		Named("autoresearch").
 		Complete(r)
 }

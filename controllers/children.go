@@ -39,6 +39,8 @@ const (
 	volumeTools     = "autoresearch-tools"
 	volumePrompt    = "prompt"
 	volumeHashes    = "fixed-hashes"
+	promptKey       = "prompt.md"
+	hashesKey       = "fixed-hashes.json"
 	volumeResults   = "results"
 	volumeGitCreds  = "git-credentials"
 	hashesMount     = "/etc/autoresearch-hashes"
@@ -189,21 +191,21 @@ func secretEnv(name, secret, key string) corev1.EnvVar {
 	}}}
 }
 
-// hashesConfigMap holds the fixed files' hashes that eval verifies.
-func (b childBuilder) hashesConfigMap() (*corev1.ConfigMap, error) {
+// roundConfigMap holds a round's prompt and the fixed files' hashes that
+// its evaluation verifies.
+func (b childBuilder) roundConfigMap(n int32, prompt string) (*corev1.ConfigMap, error) {
 	m := map[string]string{}
 	for _, h := range b.ar.Status.Workspace.FixedFileHashes {
 		m[h.Path] = h.SHA256
 	}
-	data, err := json.Marshal(m)
+	hashes, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	return &corev1.ConfigMap{ObjectMeta: b.meta(hashesConfigMapName(b.ar), 0, "workspace"), Data: map[string]string{"hashes.json": string(data)}}, nil
-}
-
-func (b childBuilder) promptConfigMap(n int32, prompt string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: b.meta(promptConfigMapName(b.ar, n), n, stepResearcher), Data: map[string]string{"prompt.md": prompt}}
+	return &corev1.ConfigMap{
+		ObjectMeta: b.meta(roundConfigMapName(b.ar, n), n, stepResearcher),
+		Data:       map[string]string{promptKey: prompt, hashesKey: string(hashes)},
+	}, nil
 }
 
 // researcherPod runs the untrusted Researcher: no service-account token,
@@ -247,7 +249,8 @@ func (b childBuilder) researcherPod(a round.Action, ledger *steps.LedgerUpdate) 
 	b.toolsInit(&spec)
 	spec.ActiveDeadlineSeconds = ptr.To(seconds(s.ResearcherTimeout()))
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumePrompt, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: promptConfigMapName(b.ar, a.Round)},
+		LocalObjectReference: corev1.LocalObjectReference{Name: roundConfigMapName(b.ar, a.Round)},
+		Items:                []corev1.KeyToPath{{Key: promptKey, Path: path.Base(steps.PromptFile)}},
 	}}})
 	return b.pod(childName(b.ar, a), a.Round, stepResearcher, spec)
 }
@@ -312,7 +315,10 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 		command, image, limit = s.Eval.Command, b.evalImage(), s.EvalTimeout()
 		opts.Timeout = limit + wrapperBuffer
 		opts.Metric, opts.Pattern = s.Eval.Metric, s.Eval.Pattern
-		opts.FixedHashesFile = path.Join(hashesMount, "hashes.json")
+		if a.Round > 0 {
+			// Round 0 runs the code as the workspace was hashed.
+			opts.FixedHashesFile = path.Join(hashesMount, hashesKey)
+		}
 	}
 	opts.Command = []string{"/bin/sh", "-c", command}
 	c := withTools(container(step, image, steps.ExecArgs(steps.Binary, opts)))
@@ -334,10 +340,11 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 	b.toolsInit(&spec)
 	spec.NodeSelector = s.Train.NodeSelector
 	spec.Tolerations = s.Train.Tolerations
-	if a.Type == round.ActionRunEval {
+	if opts.FixedHashesFile != "" {
 		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeHashes, MountPath: hashesMount, ReadOnly: true})
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeHashes, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: hashesConfigMapName(b.ar)},
+			LocalObjectReference: corev1.LocalObjectReference{Name: roundConfigMapName(b.ar, a.Round)},
+			Items:                []corev1.KeyToPath{{Key: hashesKey, Path: hashesKey}},
 		}}})
 	}
 	meta := b.meta(childName(b.ar, a), a.Round, step)

@@ -144,6 +144,13 @@ func TestExperimentRoundByRound(t *testing.T) {
 		t.Errorf("round 1 prompt lacks its round or the baseline:\n%s", prompt.Data["prompt.md"])
 	}
 	playRound(t, ns, 1, roundPlay{compliance: steps.ComplianceResult{Strategy: "cosine schedule"}, train: trainOK(), eval: evalValue("0.9")})
+	eval := waitJob(t, ns, podName(1, stepEval))
+	if args := strings.Join(eval.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--fixed-hashes=") {
+		t.Errorf("round 1 eval does not verify the fixed files: %s", args)
+	}
+	if v := eval.Spec.Template.Spec.Volumes; v[len(v)-1].ConfigMap == nil || v[len(v)-1].ConfigMap.Name != experiment+"-r1-prompt" {
+		t.Errorf("round 1 eval does not mount the round's hashes: %+v", v)
+	}
 	git := waitPod(t, ns, podName(1, stepGit))
 	checkStepPod(t, git)
 	if args := strings.Join(git.Spec.Containers[0].Args, " "); !strings.Contains(args, "autoresearch: round 1 — val_bpb=0.9 (improved)") {

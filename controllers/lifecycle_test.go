@@ -176,8 +176,8 @@ func TestChildrenAreOwnedForDeletion(t *testing.T) {
 	for i := range claims.Items {
 		children = append(children, &claims.Items[i])
 	}
-	if len(children) < 7 {
-		t.Fatalf("found %d children, want the claim, init, baseline jobs, config maps and the researcher", len(children))
+	if len(children) < 6 {
+		t.Fatalf("found %d children, want the claim, the init pod, the baseline jobs, the round's config map and the researcher", len(children))
 	}
 	for _, c := range children {
 		owner := metav1.GetControllerOf(c)

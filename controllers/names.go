@@ -42,9 +42,7 @@ func workspaceClaimName(ar *v1alpha1.AutoResearch) string {
 
 func initPodName(ar *v1alpha1.AutoResearch) string { return ar.Name + "-init" }
 
-func hashesConfigMapName(ar *v1alpha1.AutoResearch) string { return ar.Name + "-fixed-hashes" }
-
-func promptConfigMapName(ar *v1alpha1.AutoResearch, n int32) string {
+func roundConfigMapName(ar *v1alpha1.AutoResearch, n int32) string {
 	return fmt.Sprintf("%s-r%d-prompt", ar.Name, n)
 }
 

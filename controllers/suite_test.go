@@ -70,6 +70,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "starting envtest:", err)
 		os.Exit(1)
 	}
+	// The tests and the managers they start must not queue behind
+	// client-go's default rate limit of 20 requests a second.
+	cfg.QPS, cfg.Burst = 1000, 2000
 	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		panic(err)
 	}
@@ -121,6 +124,8 @@ func startManager(t testing.TB) *manager {
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorderFor("autoresearch-controller"),
 		Image:    testImage,
+
+		MaxConcurrentReconciles: 4,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,9 @@ type options struct {
 	leaderElectionNamespace string
 	enableHTTP2             bool
 	image                   string
+	concurrency             int
+	kubeAPIQPS              float64
+	kubeAPIBurst            int
 	zap                     zap.Options
 }
 
@@ -83,6 +86,10 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.image, "image", getenv(imageEnv),
 		"The operator's own image, which runs the git and compliance steps and supplies the step wrapper to user images. "+
 			"Defaults to $"+imageEnv+".")
+	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 4,
+		"How many experiments reconcile at once.")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "Requests a second the manager may send to the API server.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "Requests the manager may send in a burst to the API server.")
 	o.zap.BindFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
@@ -151,6 +158,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
 	mgr, err := ctrl.NewManager(cfg, managerOptions(o, scheme))
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -161,6 +169,8 @@ func run(ctx context.Context, o *options) error {
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorderFor("autoresearch-controller"),
 		Image:    o.image,
+
+		MaxConcurrentReconciles: o.concurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the AutoResearch controller: %w", err)
 	}

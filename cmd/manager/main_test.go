@@ -16,6 +16,9 @@ func TestParseOptions(t *testing.T) {
 		probeAddr:        ":8081",
 		leaderElect:      true,
 		leaderElectionID: "autoresearch-operator.autoresearch.dev",
+		concurrency:      4,
+		kubeAPIQPS:       50,
+		kubeAPIBurst:     100,
 	}
 	with := func(change func(*options)) *options {
 		o := defaults
@@ -50,6 +53,7 @@ func TestParseOptions(t *testing.T) {
 				"--image=op", "--metrics-bind-address=0", "--metrics-secure=false", "--enable-http2",
 				"--leader-elect=false", "--leader-election-namespace=ops", "--leader-election-id=other",
 				"--health-probe-bind-address=:9090", "--metrics-cert-dir=/certs",
+				"--max-concurrent-reconciles=8", "--kube-api-qps=200", "--kube-api-burst=400",
 			},
 			want: &options{
 				metricsAddr:             "0",
@@ -59,6 +63,9 @@ func TestParseOptions(t *testing.T) {
 				leaderElectionNamespace: "ops",
 				enableHTTP2:             true,
 				image:                   "op",
+				concurrency:             8,
+				kubeAPIQPS:              200,
+				kubeAPIBurst:            400,
 			},
 		},
 		"zap flags are accepted": {
