@@ -41,7 +41,7 @@ lint: manifests generate vet ## Check formatting, vet and that generated files a
 	@git diff --exit-code -- config api charts || (echo "generated files are out of date: run make manifests generate and commit"; exit 1)
 
 .PHONY: test
-test: lint test-deps build ## Run every test (installs what they need first).
+test: lint test-deps build helm-lint ## Run every test (installs what they need first).
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 	cd examples/tiny-lm-go && go test $(GO_TEST_FLAGS) ./...
 

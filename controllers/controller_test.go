@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -190,6 +191,12 @@ func TestExperimentRoundByRound(t *testing.T) {
 	}
 	if c := condition(ar, v1alpha1.ConditionSucceeded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonMaxRoundsReached || c.ObservedGeneration != ar.Generation {
 		t.Errorf("Succeeded condition %+v, want True MaxRoundsReached at generation %d", c, ar.Generation)
+	}
+	if got := testutil.ToFloat64(roundsTotal.WithLabelValues(ns, experiment, string(v1alpha1.VerdictImproved))); got != 1 {
+		t.Errorf("autoresearch_rounds_total{verdict=improved} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(bestMetric.WithLabelValues(ns, experiment, "val_bpb")); got != 0.9 {
+		t.Errorf("autoresearch_best_metric = %v, want 0.9", got)
 	}
 	if !hasEvent(t, ns, experiment, "EvalFailed", "never used") {
 		t.Errorf("no EvalFailed event; events: %v", eventReasons(t, ns))

@@ -191,3 +191,15 @@ func TestChildrenAreOwnedForDeletion(t *testing.T) {
 	}
 	eventually(t, "the experiment to go", func() (bool, error) { return absent(t, &v1alpha1.AutoResearch{ObjectMeta: ar.ObjectMeta}), nil })
 }
+
+func TestKueueQueueName(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, "queued", func(s *v1alpha1.AutoResearchSpec) { s.QueueName = "gpu-queue" })
+	finishPod(t, ns, "queued-r1-researcher", 0, "")
+	finishPod(t, ns, "queued-r1-compliance", 0, result(t, steps.ComplianceResult{}))
+	job := waitJob(t, ns, "queued-r1-train")
+	if job.Labels[LabelKueueQueue] != "gpu-queue" || job.Spec.Suspend == nil || !*job.Spec.Suspend {
+		t.Errorf("train job labels %v suspend %v; want the queue label and a suspended job for Kueue to admit", job.Labels, job.Spec.Suspend)
+	}
+}
