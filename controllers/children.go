@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -236,6 +237,7 @@ func (b childBuilder) researcherPod(a round.Action, ledger *steps.LedgerUpdate) 
 			{Name: "AUTORESEARCH_EXPERIMENT", Value: b.ar.Name},
 			{Name: "AUTORESEARCH_EXPERIENCES", Value: path.Join(b.experimentDir(), "experiences.md")},
 			{Name: "AUTORESEARCH_RESULT_FILE", Value: steps.TerminationMessagePath},
+			{Name: "AUTORESEARCH_FIXED_FILES", Value: strings.Join(s.Fixed.Files, ",")},
 			{Name: "PATH", Value: steps.ToolsMount + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		}, s.Researcher.Env...),
 		VolumeMounts: []corev1.VolumeMount{

@@ -73,15 +73,16 @@ func baseline(t *testing.T, ns, value string) {
 // playRound ends round n's steps up to its git step: the Researcher,
 // compliance, training and evaluation, each with the given outcome.
 type roundPlay struct {
-	researcherExit int32
-	compliance     steps.ComplianceResult
-	train          *steps.TrainResult
-	eval           *steps.EvalResult
+	researcherExit    int32
+	researcherMessage string
+	compliance        steps.ComplianceResult
+	train             *steps.TrainResult
+	eval              *steps.EvalResult
 }
 
 func playRound(t *testing.T, ns string, n int, p roundPlay) {
 	t.Helper()
-	finishPod(t, ns, podName(n, stepResearcher), p.researcherExit, "")
+	finishPod(t, ns, podName(n, stepResearcher), p.researcherExit, p.researcherMessage)
 	if p.researcherExit != 0 {
 		return
 	}
@@ -219,6 +220,10 @@ func TestVerdicts(t *testing.T) {
 			play:    roundPlay{researcherExit: 2},
 			verdict: v1alpha1.VerdictResearcherFailed, reason: "ResearcherFailed", insight: "exited with code 2",
 		},
+		"researcher out of budget": {
+			play:    roundPlay{researcherExit: 2, researcherMessage: `{"inputTokens":9,"outputTokens":3,"error":"the turn budget of 60 is spent"}`},
+			verdict: v1alpha1.VerdictResearcherFailed, reason: "ResearcherFailed", insight: "the turn budget of 60 is spent",
+		},
 		"compliance": {
 			play:    roundPlay{compliance: steps.ComplianceResult{Violation: "modified fixed file eval.py"}},
 			verdict: v1alpha1.VerdictComplianceFailed, reason: "ComplianceFailed", insight: "modified fixed file eval.py",
@@ -301,7 +306,7 @@ func createNamed(t *testing.T, ns, name string, edit func(*v1alpha1.AutoResearch
 
 func playNamed(t *testing.T, ns, name string, p roundPlay) {
 	t.Helper()
-	finishPod(t, ns, name+"-r1-researcher", p.researcherExit, "")
+	finishPod(t, ns, name+"-r1-researcher", p.researcherExit, p.researcherMessage)
 	if p.researcherExit != 0 {
 		return
 	}

@@ -159,6 +159,8 @@ type researcherReport struct {
 	InputTokens  int64  `json:"inputTokens"`
 	OutputTokens int64  `json:"outputTokens"`
 	Cost         string `json:"cost"`
+	// Error is why a failed Researcher gave up.
+	Error string `json:"error"`
 }
 
 func observeResearcher(pod *corev1.Pod) *round.ResearcherResult {
@@ -168,6 +170,7 @@ func observeResearcher(pod *corev1.Pod) *round.ResearcherResult {
 		var report researcherReport
 		if json.Unmarshal([]byte(term.Message), &report) == nil {
 			res.Usage = v1alpha1.Usage{InputTokens: report.InputTokens, OutputTokens: report.OutputTokens, Cost: report.Cost}
+			res.Exit.Tail = orText(report.Error, res.Exit.Tail)
 		} else {
 			res.Exit.Tail = term.Message
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -182,7 +183,7 @@ func improvement(baseline, best string) string {
 	if errB != nil || errV != nil {
 		return "—"
 	}
-	delta := v - b
+	delta, _ := strconv.ParseFloat(strconv.FormatFloat(v-b, 'g', 6, 64), 64)
 	text := metric.Format(delta)
 	if delta > 0 {
 		text = "+" + text

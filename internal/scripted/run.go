@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 // ExhaustedStrategy is the Strategy of a round beyond the end of the plan,
@@ -102,7 +104,7 @@ func play(ctx context.Context, step Step, round int, dir, experiencesPath string
 	if err := sleep(ctx, step.Sleep.Duration, out); err != nil {
 		return err
 	}
-	return appendStrategy(experiencesPath, round, step.Strategy)
+	return workspace.AppendStrategy(experiencesPath, round, step.Strategy)
 }
 
 // applyEdits applies all edits in memory before writing any file, so that
@@ -191,38 +193,4 @@ func sleep(ctx context.Context, d time.Duration, out io.Writer) error {
 		}
 	}
 	return ctx.Err()
-}
-
-// appendStrategy adds the round's row to the experiences table with only
-// the Round and Strategy columns filled in; the supervisor fills in the rest.
-func appendStrategy(path string, round int, strategy string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
-	if err != nil {
-		return fmt.Errorf("experiences: %w", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("experiences: %w", err)
-	}
-	row := fmt.Sprintf("| %d |  |  |  | %s |  |  |\n", round, tableCell(strategy))
-	if size := info.Size(); size > 0 {
-		last := make([]byte, 1)
-		if _, err := f.ReadAt(last, size-1); err != nil {
-			return fmt.Errorf("experiences: %w", err)
-		}
-		if last[0] != '\n' {
-			row = "\n" + row
-		}
-	}
-	if _, err := f.WriteString(row); err != nil {
-		return fmt.Errorf("experiences: %w", err)
-	}
-	return f.Close()
-}
-
-// tableCell makes text safe for one cell of a Markdown table row: one line,
-// with pipes escaped.
-func tableCell(s string) string {
-	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
 }

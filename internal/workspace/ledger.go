@@ -187,6 +187,42 @@ func escapeCell(s string) string {
 	return strings.TrimSpace(strings.ReplaceAll(newlines.Replace(s), "|", `\|`))
 }
 
+// AppendStrategy is the Researcher's side of the ledger: it appends the
+// round's row `| N |  |  |  | strategy |  |  |` to the experiences file at
+// path, with the strategy on one line and its pipes escaped. The supervisor
+// fills in the other columns.
+func AppendStrategy(path string, round int, strategy string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("experiences: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("experiences: %w", err)
+	}
+	row := fmt.Sprintf("| %d |  |  |  | %s |  |  |\n", round, StrategyCell(strategy))
+	if size := info.Size(); size > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, size-1); err != nil {
+			return fmt.Errorf("experiences: %w", err)
+		}
+		if last[0] != '\n' {
+			row = "\n" + row
+		}
+	}
+	if _, err := f.WriteString(row); err != nil {
+		return fmt.Errorf("experiences: %w", err)
+	}
+	return f.Close()
+}
+
+// StrategyCell is a strategy as its table cell holds it: one line, with
+// white space folded and pipes escaped.
+func StrategyCell(s string) string {
+	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
+}
+
 // StrategyFrom returns the strategy recorded for round in the ledger file as
 // the Researcher left it: from the last row of that round with a strategy,
 // which is the Researcher's appended `| N |  |  |  | strategy |  |  |`.

@@ -1,0 +1,290 @@
+// Package agent is the built-in Researcher: an LLM coding agent that speaks
+// the Anthropic Messages API or an OpenAI-compatible Chat Completions API,
+// edits the worktree through tools confined to its working directory,
+// records its Strategy row, and stops at "Code ready" or when a turn,
+// token, cost or time budget is spent. It owns the model clients (retries
+// included), the tools and their rules, the usage and cost accounting,
+// and the redacted transcript.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// CodeReady is the answer that ends a successful run, as the seed asks.
+const CodeReady = "Code ready"
+
+// maxReminders is how many times in a row the agent reminds a model that
+// stops early before it gives up.
+const maxReminders = 3
+
+// Budget bounds one run. Zero fields are unlimited.
+type Budget struct {
+	// MaxTurns is the number of model calls.
+	MaxTurns int
+	// MaxTokens caps input plus output tokens over all calls.
+	MaxTokens int64
+	// MaxCost caps the estimated cost in US dollars; it needs a price.
+	MaxCost float64
+	// Timeout caps the wall-clock time of the run.
+	Timeout time.Duration
+}
+
+// BudgetError says which budget ran out before "Code ready".
+type BudgetError struct {
+	// Resource is "turns", "tokens", "cost" or "time".
+	Resource string
+	Limit    string
+	Used     string
+	// Strategy is what the model had recorded, if anything.
+	Strategy string
+}
+
+func (e *BudgetError) Error() string {
+	s := fmt.Sprintf("%s budget spent before %q: used %s of %s", e.Resource, CodeReady, e.Used, e.Limit)
+	if e.Strategy != "" {
+		return s + "; strategy so far: " + e.Strategy
+	}
+	return s + "; no strategy recorded"
+}
+
+// Config is one Researcher run.
+type Config struct {
+	Provider Provider
+	Model    string
+	// Prompt is the round's prompt ($AUTORESEARCH_PROMPT_FILE).
+	Prompt string
+	// Tools are the model's tools, confined to the working directory.
+	Tools  *Toolbox
+	Budget Budget
+	// MaxOutputTokens caps each answer; defaults to 8192.
+	MaxOutputTokens int
+	// Price estimates the cost; nil when the model's price is unknown.
+	Price *Price
+	// Transcript, when set, receives the whole conversation.
+	Transcript *Transcript
+	// Log receives a line per turn for the human and the round's log.
+	Log io.Writer
+	// Now is the clock; defaults to time.Now.
+	Now func() time.Time
+}
+
+// Result is what a run consumed and produced, also when it failed.
+type Result struct {
+	Turns int
+	Usage Usage
+	// Cost is the estimated cost in US dollars; meaningful when Priced.
+	Cost   float64
+	Priced bool
+	// Strategy is the recorded strategy.
+	Strategy string
+	// Final is the model's last answer.
+	Final string
+}
+
+// CostString is the cost as the result file carries it, "" when unknown.
+func (r Result) CostString() string {
+	if !r.Priced {
+		return ""
+	}
+	return FormatCost(r.Cost)
+}
+
+// Run talks to the model until it answers "Code ready" with its strategy
+// recorded, or a budget is spent (*BudgetError), or the API fails. The
+// Result counts what was used either way.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.MaxOutputTokens <= 0 {
+		cfg.MaxOutputTokens = 8192
+	}
+	if cfg.Budget.MaxCost > 0 && cfg.Price == nil {
+		return Result{}, fmt.Errorf("a cost budget needs the price of %s: give --price-input and --price-output, or --prices", cfg.Model)
+	}
+	start := cfg.Now()
+	if cfg.Budget.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Budget.Timeout)
+		defer cancel()
+	}
+	r := &run{cfg: cfg, start: start, res: Result{Priced: cfg.Price != nil}}
+	err := r.loop(ctx)
+	r.res.Strategy = cfg.Tools.Strategy()
+	end := Entry{Kind: "end", Turn: r.res.Turns, Usage: &r.res.Usage, Cost: r.res.CostString(), Text: CodeReady}
+	if err != nil {
+		end.Text = err.Error()
+	}
+	cfg.Transcript.Record(end)
+	return r.res, err
+}
+
+type run struct {
+	cfg   Config
+	start time.Time
+	res   Result
+}
+
+func (r *run) loop(ctx context.Context) error {
+	system := systemPrompt(r.cfg.Tools)
+	r.cfg.Transcript.Record(Entry{Kind: "start", Provider: r.cfg.Provider.Name(), Model: r.cfg.Model})
+	r.cfg.Transcript.Record(Entry{Kind: "system", Text: system})
+	r.cfg.Transcript.Record(Entry{Kind: "user", Text: r.cfg.Prompt})
+	msgs := []Message{{Role: RoleUser, Text: r.cfg.Prompt}}
+	reminders := 0
+	for {
+		if err := r.checkBudget(ctx); err != nil {
+			return err
+		}
+		resp, err := r.cfg.Provider.Complete(ctx, Request{
+			Model: r.cfg.Model, System: system, Messages: msgs, Tools: r.cfg.Tools.Specs(), MaxTokens: r.cfg.MaxOutputTokens,
+		})
+		if err != nil {
+			if budget := r.timeSpent(ctx); budget != nil {
+				return budget
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("stopped before %q: %w", CodeReady, ctx.Err())
+			}
+			r.cfg.Transcript.Record(Entry{Kind: "error", Turn: r.res.Turns + 1, Text: err.Error()})
+			return err
+		}
+		r.res.Turns++
+		r.res.Usage = r.res.Usage.Add(resp.Usage)
+		if r.cfg.Price != nil {
+			r.res.Cost = r.cfg.Price.Cost(r.res.Usage)
+		}
+		r.res.Final = resp.Text
+		r.cfg.Transcript.Record(Entry{Kind: "assistant", Turn: r.res.Turns, Text: resp.Text, ToolCalls: resp.ToolCalls,
+			StopReason: resp.StopReason, Usage: &resp.Usage, Cost: r.res.CostString()})
+		if resp.Text != "" {
+			fmt.Fprintf(r.cfg.Log, "turn %d: %s\n", r.res.Turns, firstLine(resp.Text))
+		}
+		reply := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
+		if reply.Text == "" && len(reply.ToolCalls) == 0 {
+			// The APIs refuse an empty assistant message in the history.
+			reply.Text = "(no answer)"
+		}
+		msgs = append(msgs, reply)
+
+		if len(resp.ToolCalls) > 0 {
+			reminders = 0
+			results := r.callTools(ctx, resp.ToolCalls)
+			r.cfg.Transcript.Record(Entry{Kind: "tool", Turn: r.res.Turns, ToolResults: results})
+			msgs = append(msgs, Message{Role: RoleUser, ToolResults: results})
+			continue
+		}
+		reminder := r.reminder(resp)
+		if reminder == "" {
+			return nil
+		}
+		if reminders++; reminders > maxReminders {
+			return fmt.Errorf("the model stopped %d times without finishing: %s", reminders, reminder)
+		}
+		fmt.Fprintf(r.cfg.Log, "turn %d: the model stopped early; reminded: %s\n", r.res.Turns, reminder)
+		r.cfg.Transcript.Record(Entry{Kind: "user", Turn: r.res.Turns, Text: reminder})
+		msgs = append(msgs, Message{Role: RoleUser, Text: reminder})
+	}
+}
+
+// reminder says what an answer without tool calls lacks, or "" when the
+// run is complete.
+func (r *run) reminder(resp Response) string {
+	switch {
+	case resp.Truncated:
+		return "Your answer was cut off at the output token limit. Continue, in smaller steps (edit_file instead of rewriting whole files)."
+	case r.cfg.Tools.Strategy() == "":
+		return "You have not recorded your strategy. Call record_strategy with one line saying what you change and why, then finish the task and answer \"Code ready\"."
+	case !strings.Contains(resp.Text, CodeReady):
+		return "If the code is ready, answer exactly \"Code ready\". Otherwise continue with the tools."
+	}
+	return ""
+}
+
+func (r *run) callTools(ctx context.Context, calls []ToolCall) []ToolResult {
+	results := make([]ToolResult, 0, len(calls))
+	for _, c := range calls {
+		res := r.cfg.Tools.Call(ctx, c)
+		status := "ok"
+		if res.IsError {
+			status = firstLine(lastLine(res.Content))
+		}
+		fmt.Fprintf(r.cfg.Log, "turn %d: %s %s: %s\n", r.res.Turns, c.Name, describeArgs(c), status)
+		results = append(results, res)
+	}
+	return results
+}
+
+// checkBudget runs before each call to the model.
+func (r *run) checkBudget(ctx context.Context) error {
+	b := r.cfg.Budget
+	spent := func(resource, limit, used string) error {
+		return &BudgetError{Resource: resource, Limit: limit, Used: used, Strategy: r.cfg.Tools.Strategy()}
+	}
+	switch {
+	case b.MaxTurns > 0 && r.res.Turns >= b.MaxTurns:
+		return spent("turns", fmt.Sprintf("%d (--max-turns)", b.MaxTurns), fmt.Sprint(r.res.Turns))
+	case b.MaxTokens > 0 && r.res.Usage.Total() >= b.MaxTokens:
+		return spent("tokens", fmt.Sprintf("%d (--max-tokens)", b.MaxTokens), fmt.Sprint(r.res.Usage.Total()))
+	case b.MaxCost > 0 && r.res.Cost >= b.MaxCost:
+		return spent("cost", "$"+FormatCost(b.MaxCost)+" (--max-cost)", "$"+FormatCost(r.res.Cost))
+	}
+	if err := r.timeSpent(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("stopped before %q: %w", CodeReady, ctx.Err())
+	}
+	return nil
+}
+
+// timeSpent is a BudgetError once the run's own time budget is over.
+func (r *run) timeSpent(ctx context.Context) error {
+	if r.cfg.Budget.Timeout <= 0 {
+		return nil
+	}
+	used := r.cfg.Now().Sub(r.start)
+	if used < r.cfg.Budget.Timeout && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil
+	}
+	return &BudgetError{Resource: "time", Limit: r.cfg.Budget.Timeout.String() + " (--timeout)",
+		Used: used.Round(time.Second).String(), Strategy: r.cfg.Tools.Strategy()}
+}
+
+// describeArgs is a short form of a call for the log: its path or command.
+func describeArgs(c ToolCall) string {
+	var args struct {
+		Path    string `json:"path"`
+		Command string `json:"command"`
+	}
+	if json.Unmarshal([]byte(c.Arguments), &args) != nil {
+		return ""
+	}
+	return firstLine(args.Path + args.Command)
+}
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	const n = 160
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

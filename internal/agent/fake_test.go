@@ -1,0 +1,386 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// testKey is the API key the fake servers expect; no output may show it.
+const testKey = "test-key-0123456789abcdef"
+
+// turn is one scripted answer of a fake model, in a provider-neutral form
+// that each wire encodes as its API documents it.
+type turn struct {
+	text  string
+	calls []call
+	// truncated ends the answer at the output limit.
+	truncated bool
+	in, out   int64
+	// status, when not 200, makes the answer an API error of errType.
+	status  int
+	errType string
+	header  map[string]string
+	// raw replaces the whole body.
+	raw string
+}
+
+type call struct{ name, args string }
+
+func toolTurn(calls ...call) turn { return turn{calls: calls, in: 100, out: 20} }
+
+func textTurn(text string) turn { return turn{text: text, in: 100, out: 5} }
+
+// wire is one API's exact format, as its reference shows it.
+type wire interface {
+	name() string
+	path() string
+	// encode renders the n-th answer (1-based).
+	encode(t turn, n int) (status int, header http.Header, body string)
+	// check fails the test when a request breaks the API's rules, and
+	// returns the tool results the request carries back to the model.
+	check(t *testing.T, r *http.Request, body []byte) []ToolResult
+	provider(url string, retry RetryPolicy) Provider
+}
+
+// fakeAPI serves a script of turns, one per request, and records what the
+// agent sent.
+type fakeAPI struct {
+	t      *testing.T
+	wire   wire
+	server *httptest.Server
+
+	mu       sync.Mutex
+	script   []turn
+	requests int
+	// results holds, per request, the tool results it carried.
+	results [][]ToolResult
+}
+
+func newFakeAPI(t *testing.T, w wire, script ...turn) *fakeAPI {
+	f := &fakeAPI{t: t, wire: w, script: script}
+	f.server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.server.Close)
+	return f
+}
+
+func (f *fakeAPI) serve(rw http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if r.Method != http.MethodPost || r.URL.Path != f.wire.path() {
+		f.t.Errorf("%s %s, want POST %s", r.Method, r.URL.Path, f.wire.path())
+		http.NotFound(rw, r)
+		return
+	}
+	results := f.wire.check(f.t, r, body)
+	f.mu.Lock()
+	f.requests++
+	n := f.requests
+	f.results = append(f.results, results)
+	var next turn
+	if n <= len(f.script) {
+		next = f.script[n-1]
+	} else {
+		f.t.Errorf("request %d, but the script has %d turns", n, len(f.script))
+		next = turn{status: 500, errType: "api_error"}
+	}
+	f.mu.Unlock()
+	status, header, out := f.wire.encode(next, n)
+	for k, v := range header {
+		rw.Header()[k] = v
+	}
+	rw.Header().Set("content-type", "application/json")
+	rw.WriteHeader(status)
+	io.WriteString(rw, out)
+}
+
+func (f *fakeAPI) provider(retry RetryPolicy) Provider { return f.wire.provider(f.server.URL, retry) }
+
+func (f *fakeAPI) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests
+}
+
+// sent returns the tool results of request n (1-based).
+func (f *fakeAPI) sent(n int) []ToolResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n > len(f.results) {
+		return nil
+	}
+	return f.results[n-1]
+}
+
+func headerOf(m map[string]string) http.Header {
+	h := http.Header{}
+	for k, v := range m {
+		h.Set(k, v)
+	}
+	return h
+}
+
+// anthropicWire follows the Messages API reference: tool_use content
+// blocks with an input object, stop_reason "tool_use", errors as
+// {"type":"error","error":{"type","message"}} with a request-id header.
+type anthropicWire struct{}
+
+func (anthropicWire) name() string { return "anthropic" }
+func (anthropicWire) path() string { return "/v1/messages" }
+
+func (anthropicWire) provider(url string, retry RetryPolicy) Provider {
+	return NewAnthropic(ClientOptions{BaseURL: url, APIKey: testKey, Retry: retry})
+}
+
+func (anthropicWire) encode(t turn, n int) (int, http.Header, string) {
+	h := headerOf(t.header)
+	h.Set("request-id", fmt.Sprintf("req_%04d", n))
+	if t.raw != "" {
+		return max(t.status, 200), h, t.raw
+	}
+	if t.status != 0 && t.status != 200 {
+		body, _ := json.Marshal(map[string]any{
+			"type":       "error",
+			"error":      map[string]any{"type": t.errType, "message": "scripted " + t.errType},
+			"request_id": fmt.Sprintf("req_%04d", n),
+		})
+		return t.status, h, string(body)
+	}
+	var content []map[string]any
+	if t.text != "" {
+		content = append(content, map[string]any{"type": "text", "text": t.text})
+	}
+	for i, c := range t.calls {
+		content = append(content, map[string]any{
+			"type": "tool_use", "id": fmt.Sprintf("toolu_%02d_%02d", n, i), "name": c.name, "input": json.RawMessage(c.args),
+		})
+	}
+	stop := "end_turn"
+	switch {
+	case t.truncated:
+		stop = "max_tokens"
+	case len(t.calls) > 0:
+		stop = "tool_use"
+	}
+	body, _ := json.Marshal(map[string]any{
+		"id": fmt.Sprintf("msg_%04d", n), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+		"content": content, "stop_reason": stop, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": t.in, "output_tokens": t.out},
+	})
+	return 200, h, string(body)
+}
+
+func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) []ToolResult {
+	for k, want := range map[string]string{"x-api-key": testKey, "anthropic-version": "2023-06-01", "content-type": "application/json"} {
+		if got := r.Header.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	var req struct {
+		Model     string `json:"model"`
+		MaxTokens int    `json:"max_tokens"`
+		System    string `json:"system"`
+		Messages  []struct {
+			Role    string           `json:"role"`
+			Content []anthropicBlock `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("request body: %v\n%s", err, body)
+	}
+	if req.Model == "" || req.MaxTokens <= 0 || req.System == "" || len(req.Tools) == 0 {
+		t.Errorf("request lacks model, max_tokens, system or tools: %s", body)
+	}
+	for _, tool := range req.Tools {
+		if tool.Name == "" || tool.Description == "" || !isJSONObject(tool.InputSchema) {
+			t.Errorf("tool %+v lacks a name, description or input_schema", tool)
+		}
+	}
+	var results []ToolResult
+	for i, m := range req.Messages {
+		want := "user"
+		if i%2 == 1 {
+			want = "assistant"
+		}
+		if m.Role != want || len(m.Content) == 0 {
+			t.Errorf("message %d: role %q with %d blocks, want %q with content", i, m.Role, len(m.Content), want)
+		}
+		uses := map[string]bool{}
+		if i > 0 {
+			for _, b := range req.Messages[i-1].Content {
+				if b.Type == "tool_use" {
+					uses[b.ID] = true
+				}
+			}
+		}
+		seenText := false
+		for _, b := range m.Content {
+			switch b.Type {
+			case "tool_result":
+				if seenText {
+					t.Errorf("message %d: tool_result after text", i)
+				}
+				if !uses[b.ToolUseID] {
+					t.Errorf("message %d: tool_result for %q, which the previous message did not use", i, b.ToolUseID)
+				}
+				delete(uses, b.ToolUseID)
+				if i == len(req.Messages)-1 {
+					results = append(results, ToolResult{CallID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
+				}
+			case "text":
+				seenText = true
+				if strings.TrimSpace(b.Text) == "" {
+					t.Errorf("message %d: empty text block", i)
+				}
+			case "tool_use":
+				if m.Role != "assistant" || !isJSONObject(b.Input) {
+					t.Errorf("message %d: bad tool_use %+v", i, b)
+				}
+			default:
+				t.Errorf("message %d: unknown block type %q", i, b.Type)
+			}
+		}
+		if m.Role == "user" && len(uses) > 0 {
+			t.Errorf("message %d: no tool_result for %v", i, uses)
+		}
+	}
+	return results
+}
+
+// openaiWire follows the Chat Completions reference: message.tool_calls
+// with function.arguments as a JSON string, finish_reason "tool_calls",
+// errors as {"error":{"message","type","param","code"}}.
+type openaiWire struct{}
+
+func (openaiWire) name() string { return "openai" }
+func (openaiWire) path() string { return "/v1/chat/completions" }
+
+func (openaiWire) provider(url string, retry RetryPolicy) Provider {
+	return NewOpenAI(ClientOptions{BaseURL: url + "/v1", APIKey: testKey, Retry: retry})
+}
+
+func (openaiWire) encode(t turn, n int) (int, http.Header, string) {
+	h := headerOf(t.header)
+	h.Set("x-request-id", fmt.Sprintf("req_%04d", n))
+	if t.raw != "" {
+		return max(t.status, 200), h, t.raw
+	}
+	if t.status != 0 && t.status != 200 {
+		body, _ := json.Marshal(map[string]any{"error": map[string]any{
+			"message": "scripted " + t.errType, "type": t.errType, "param": nil, "code": t.errType,
+		}})
+		return t.status, h, string(body)
+	}
+	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+	if t.text != "" {
+		msg["content"] = t.text
+	}
+	var calls []map[string]any
+	for i, c := range t.calls {
+		calls = append(calls, map[string]any{
+			"id": fmt.Sprintf("call_%02d_%02d", n, i), "type": "function",
+			"function": map[string]any{"name": c.name, "arguments": c.args},
+		})
+	}
+	if calls != nil {
+		msg["tool_calls"] = calls
+	}
+	finish := "stop"
+	switch {
+	case t.truncated:
+		finish = "length"
+	case len(t.calls) > 0:
+		finish = "tool_calls"
+	}
+	body, _ := json.Marshal(map[string]any{
+		"id": fmt.Sprintf("chatcmpl-%04d", n), "object": "chat.completion", "created": 1700000000 + n, "model": "gpt-4.1-2025-04-14",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": t.in, "completion_tokens": t.out, "total_tokens": t.in + t.out},
+	})
+	return 200, h, string(body)
+}
+
+func (openaiWire) check(t *testing.T, r *http.Request, body []byte) []ToolResult {
+	if got, want := r.Header.Get("authorization"), "Bearer "+testKey; got != want {
+		t.Errorf("authorization = %q, want %q", got, want)
+	}
+	var req struct {
+		Model               string `json:"model"`
+		MaxTokens           int    `json:"max_tokens"`
+		MaxCompletionTokens int    `json:"max_completion_tokens"`
+		Messages            []struct {
+			Role       string           `json:"role"`
+			Content    *string          `json:"content"`
+			ToolCalls  []openaiToolCall `json:"tool_calls"`
+			ToolCallID string           `json:"tool_call_id"`
+		} `json:"messages"`
+		Tools []openaiTool `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("request body: %v\n%s", err, body)
+	}
+	// A compatible server (not api.openai.com) gets max_tokens.
+	if req.Model == "" || req.MaxTokens <= 0 || req.MaxCompletionTokens != 0 || len(req.Tools) == 0 {
+		t.Errorf("request lacks model, max_tokens or tools: %s", body)
+	}
+	for _, tool := range req.Tools {
+		if tool.Type != "function" || tool.Function.Name == "" || !isJSONObject(tool.Function.Parameters) {
+			t.Errorf("bad tool %+v", tool)
+		}
+	}
+	if len(req.Messages) < 2 || req.Messages[0].Role != "system" || req.Messages[1].Role != "user" {
+		t.Errorf("want a system then a user message first: %s", body)
+	}
+	open := map[string]bool{}
+	var results []ToolResult
+	for i, m := range req.Messages {
+		switch m.Role {
+		case "assistant":
+			results = nil
+			if len(open) > 0 {
+				t.Errorf("message %d: tool calls %v unanswered", i, open)
+			}
+			for _, c := range m.ToolCalls {
+				var args string
+				if c.Type != "function" || json.Unmarshal(c.Function.Arguments, &args) != nil {
+					t.Errorf("message %d: tool call %s: arguments must be a JSON string", i, c.ID)
+				}
+				open[c.ID] = true
+			}
+			if m.Content == nil && len(m.ToolCalls) == 0 {
+				t.Errorf("message %d: assistant message without content or tool calls", i)
+			}
+		case "tool":
+			if !open[m.ToolCallID] || m.Content == nil {
+				t.Errorf("message %d: tool result for unknown call %q", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+			results = append(results, ToolResult{CallID: m.ToolCallID, Content: strings.TrimPrefix(*m.Content, "ERROR: "), IsError: strings.HasPrefix(*m.Content, "ERROR: ")})
+		case "user", "system":
+			results = nil
+			if m.Content == nil || *m.Content == "" {
+				t.Errorf("message %d: %s message without content", i, m.Role)
+			}
+		default:
+			t.Errorf("message %d: unknown role %q", i, m.Role)
+		}
+	}
+	if len(open) > 0 {
+		t.Errorf("tool calls %v unanswered", open)
+	}
+	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role != "tool" {
+		results = nil
+	}
+	return results
+}
+
+var wires = []wire{anthropicWire{}, openaiWire{}}
