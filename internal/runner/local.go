@@ -137,7 +137,7 @@ func (l *Local) next(obs round.Observation, stopping bool) (round.Output, error)
 	if err := l.save(); err != nil {
 		return out, err
 	}
-	l.out.progress(l, prev, out.Status)
+	l.out.progress(l, prev, out.Status, out.Actions)
 	return out, nil
 }
 

@@ -39,12 +39,18 @@ func (r *reporter) start(l *Local) {
 	r.printf("Worktree: %s (branch autoresearch/%s)\n", l.x.Worktree, l.x.Object.Name)
 }
 
-// progress prints what changed between two statuses.
-func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus) {
+// progress prints what changed between two statuses, with the final task
+// lines that the actions carry for the rounds that just ended.
+func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus, actions []round.Action) {
 	if prev.Workspace == nil && cur.Workspace != nil {
 		r.printf("Workspace ready at %s, starting from %s.\n", cur.Workspace.Path, shortHash(cur.Workspace.StartCommit))
 	}
 	for _, rec := range newRecords(prev, cur) {
+		for _, a := range actions {
+			if a.Type == round.ActionRecord && a.Round == rec.Round && rec.Round > 0 && len(a.Tasks) == 6 {
+				r.printf("    %s\n    %s\n", a.Tasks[4], a.Tasks[5])
+			}
+		}
 		r.roundReport(l, rec, cur)
 	}
 	c := cur.CurrentRound
