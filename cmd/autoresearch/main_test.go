@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 )
 
 // execute runs the CLI in-process and returns its output and error.
@@ -55,35 +56,16 @@ func commitRepo(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
 	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	writeTestFiles(t, dir, files)
+	gittest.WriteFiles(t, dir, files)
 	testGit(t, dir, "init", "-q", "-b", "main")
 	testGit(t, dir, "add", "-A")
 	testGit(t, dir, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "baseline")
 }
 
-func writeTestFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func testGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+var (
+	writeTestFiles = gittest.WriteFiles
+	testGit        = gittest.Git
+)
 
 func TestRunStatusNote(t *testing.T) {
 	repo := toyRepo(t, "")

@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -34,60 +34,17 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	// The supervisor must not depend on anyone's git configuration.
-	os.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	gittest.Isolate()
 	code := m.Run()
 	os.RemoveAll(bin)
 	os.Exit(code)
 }
 
-// newRepo commits files into a fresh repository and returns its path.
-func newRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	repo := filepath.Join(t.TempDir(), "repo")
-	writeFiles(t, repo, files)
-	git(t, repo, "init", "-q", "-b", "main")
-	git(t, repo, "add", "-A")
-	git(t, repo, "-c", "user.name=test", "-c", "user.email=test@localhost", "commit", "-q", "-m", "baseline")
-	return repo
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(name, ".sh") {
-			mode = 0o755
-		}
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
+var (
+	newRepo  = gittest.NewRepo
+	git      = gittest.Git
+	readFile = gittest.ReadFile
+)
 
 func load(t *testing.T, repo, file string) *Experiment {
 	t.Helper()

@@ -3,19 +3,17 @@ package supervisor
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 func TestMain(m *testing.M) {
 	// The supervisor must not depend on anyone's git configuration.
-	os.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	gittest.Isolate()
 	os.Exit(m.Run())
 }
 
@@ -27,16 +25,12 @@ var toyFiles = map[string]string{
 	"README.md":     "a toy\n",
 }
 
-// newRepo commits files into a fresh repository and returns its path.
-func newRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	repo := filepath.Join(t.TempDir(), "repo")
-	writeFiles(t, repo, files)
-	git(t, repo, "init", "-q", "-b", "main")
-	git(t, repo, "add", "-A")
-	git(t, repo, "-c", "user.name=test", "-c", "user.email=test@localhost", "commit", "-q", "-m", "baseline")
-	return repo
-}
+var (
+	newRepo    = gittest.NewRepo
+	writeFiles = gittest.WriteFiles
+	git        = gittest.Git
+	readFile   = gittest.ReadFile
+)
 
 // newWorkspace creates the worktree of the experiment "toy" in exp/.
 func newWorkspace(t *testing.T) (*workspace.Workspace, steps.WorkspaceResult) {
@@ -50,39 +44,6 @@ func newWorkspace(t *testing.T) (*workspace.Workspace, steps.WorkspaceResult) {
 		t.Fatal(err)
 	}
 	return ws, res
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }
 
 // appendFile adds text to the end of the file at p.

@@ -6,15 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 )
 
 func TestMain(m *testing.M) {
 	// The package must work without any git config on the machine; tests
 	// see none, so that they cannot pass only because of a developer's.
-	os.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	gittest.Isolate()
 	if _, err := exec.LookPath("git"); err != nil {
 		fmt.Fprintln(os.Stderr, "the workspace tests need git on PATH")
 		os.Exit(1)
@@ -40,56 +40,12 @@ var (
 	variableFiles = []string{"train.py"}
 )
 
-// gitT runs git in dir as the test's own user and returns its trimmed output.
-func gitT(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// newRepo makes a repository with files committed by a test user.
-func newRepo(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "src")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gitT(t, dir, "init", "-q", "-b", "main")
-	gitT(t, dir, "config", "user.name", "Test User")
-	gitT(t, dir, "config", "user.email", "test@example.com")
-	writeFiles(t, dir, files)
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "initial")
-	return dir
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
+var (
+	gitT       = gittest.Git
+	newRepo    = gittest.NewRepo
+	writeFiles = gittest.WriteFiles
+	readFile   = gittest.ReadFile
+)
 
 // newExperiment creates and initializes the worktree of experiment x and
 // returns it with the commit a round starts from.
