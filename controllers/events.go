@@ -15,7 +15,7 @@ import (
 // phase change, and the Prometheus metrics.
 func (r *AutoResearchReconciler) announce(ar *v1alpha1.AutoResearch, old *v1alpha1.AutoResearchStatus, actions []round.Action) {
 	cur := &ar.Status
-	for _, rec := range finishedRounds(old, cur) {
+	for _, rec := range round.Finished(old, cur) {
 		r.Recorder.Event(ar, verdictEventType(rec.Verdict), verdictReason(rec.Verdict), roundMessage(ar, rec))
 		recordRoundMetrics(ar, rec)
 	}
@@ -39,34 +39,12 @@ func (r *AutoResearchReconciler) announce(ar *v1alpha1.AutoResearch, old *v1alph
 	recordExperimentMetrics(ar, old)
 }
 
-func finishedRounds(old, cur *v1alpha1.AutoResearchStatus) []v1alpha1.RoundRecord {
-	var last int32 = -1
-	if n := len(old.History); n > 0 {
-		last = old.History[n-1].Round
-	}
-	var out []v1alpha1.RoundRecord
-	for _, h := range cur.History {
-		if h.Round > last {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 func roundMessage(ar *v1alpha1.AutoResearch, rec v1alpha1.RoundRecord) string {
 	m := ar.Spec.Eval.Metric
-	result := "no " + m
-	if rec.Value != "" {
-		result = m + "=" + rec.Value
-	}
+	msg := round.Headline(m, ar.Spec.MaxRounds, rec)
 	if rec.Round == 0 {
-		return fmt.Sprintf("Baseline: %s (%s)", result, rec.Insight)
+		return msg
 	}
-	git := "rolled back"
-	if rec.Commit != "" {
-		git = "committed " + shortHash(rec.Commit)
-	}
-	msg := fmt.Sprintf("Round %d/%d: %s — %s (%s)", rec.Round, ar.Spec.MaxRounds, result, rec.Verdict, git)
 	if b := ar.Status.Best; b != nil {
 		msg += fmt.Sprintf("; best so far %s=%s (round %d)", m, b.Value, b.Round)
 	}
@@ -102,11 +80,4 @@ func stepIndex(s v1alpha1.Step) int {
 		}
 	}
 	return 0
-}
-
-func shortHash(h string) string {
-	if len(h) > 7 {
-		return h[:7]
-	}
-	return h
 }

@@ -45,7 +45,7 @@ func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus, act
 	if prev.Workspace == nil && cur.Workspace != nil {
 		r.printf("Workspace ready at %s, starting from %s.\n", cur.Workspace.Path, shortHash(cur.Workspace.StartCommit))
 	}
-	for _, rec := range newRecords(prev, cur) {
+	for _, rec := range round.Finished(&prev, &cur) {
 		for _, a := range actions {
 			if a.Type == round.ActionRecord && a.Round == rec.Round && rec.Round > 0 && len(a.Tasks) == 6 {
 				r.printf("    %s\n    %s\n", a.Tasks[4], a.Tasks[5])
@@ -83,37 +83,13 @@ func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus, act
 	}
 }
 
-// newRecords are the rounds that finished between two statuses.
-func newRecords(prev, cur v1alpha1.AutoResearchStatus) []v1alpha1.RoundRecord {
-	var last int32 = -1
-	if n := len(prev.History); n > 0 {
-		last = prev.History[n-1].Round
-	}
-	var out []v1alpha1.RoundRecord
-	for _, rec := range cur.History {
-		if rec.Round > last {
-			out = append(out, rec)
-		}
-	}
-	return out
-}
-
 // roundReport is the seed's Step 7.
 func (r *reporter) roundReport(l *Local, rec v1alpha1.RoundRecord, cur v1alpha1.AutoResearchStatus) {
 	m := l.spec.Eval.Metric
+	r.printf("%s\n", round.Headline(m, l.spec.MaxRounds, rec))
 	if rec.Round == 0 {
-		r.printf("Baseline: %s=%s (%s)\n", m, rec.Value, rec.Insight)
 		return
 	}
-	git := "rolled back"
-	if rec.Commit != "" {
-		git = "committed " + shortHash(rec.Commit)
-	}
-	result := "no " + m
-	if rec.Value != "" {
-		result = m + "=" + rec.Value
-	}
-	r.printf("Round %d/%d: %s — %s (%s)\n", rec.Round, l.spec.MaxRounds, result, rec.Verdict, git)
 	if b := cur.Best; b != nil {
 		r.printf("  Best so far: %s=%s (Round %d)\n", m, b.Value, b.Round)
 	}
