@@ -44,6 +44,11 @@ lint: manifests generate vet ## Check formatting, vet and that generated files a
 test: lint test-deps build helm-lint ## Run every test (installs what they need first).
 	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" go test $(GO_TEST_FLAGS) ./...
 	cd examples/tiny-lm-go && go test $(GO_TEST_FLAGS) ./...
+	@if [ "$$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then \
+		$(MAKE) --no-print-directory e2e; \
+	else \
+		echo "make test: skipping make e2e, which needs root and mount namespaces for its process-kubelet node"; \
+	fi
 
 .PHONY: envtest
 envtest: ## Make kube-apiserver and etcd for the controller tests (cached in bin/).
@@ -143,3 +148,18 @@ $(HELM):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(LOCALBIN)/helm $(HELM)
+
+##@ End to end
+
+.PHONY: e2e
+e2e: ## Run the operator on a local control plane with a process-kubelet node, checked through kubectl (test/e2e).
+	hack/e2e/cluster.sh up
+	go test -tags e2e -count=1 -v -timeout 60m ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
+
+.PHONY: dev-cluster
+dev-cluster: ## Start the local control plane and process-kubelet node and leave them running (KUBECONFIG=bin/e2e/kubeconfig).
+	hack/e2e/cluster.sh up
+
+.PHONY: dev-cluster-down
+dev-cluster-down: ## Stop what dev-cluster started.
+	hack/e2e/cluster.sh down

@@ -14,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -280,6 +282,13 @@ func childDone(obj client.Object) bool {
 		return jobFinished(o)
 	}
 	return false
+}
+
+// CacheOptions keeps only the operator's own Pods and Jobs in the manager's
+// cache, not every pod of the cluster.
+func CacheOptions() cache.Options {
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagerName})}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: ours, &batchv1.Job{}: ours}}
 }
 
 // SetupWithManager registers the controller and the owner index.

@@ -199,11 +199,15 @@ func events(t testing.TB, ns, name string) []corev1.Event {
 	return out
 }
 
+// hasEvent waits a while for an event: the recorder sends events in the
+// background, after the status they report is written.
 func hasEvent(t testing.TB, ns, name, reason, contains string) bool {
 	t.Helper()
-	for _, e := range events(t, ns, name) {
-		if e.Reason == reason && (contains == "" || containsText(e.Message, contains)) {
-			return true
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, e := range events(t, ns, name) {
+			if e.Reason == reason && (contains == "" || containsText(e.Message, contains)) {
+				return true
+			}
 		}
 	}
 	return false

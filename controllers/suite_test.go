@@ -113,6 +113,7 @@ func startManager(t testing.TB) *manager {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Cache:                  CacheOptions(),
 		// Tests start a manager after another one, in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

@@ -5,7 +5,9 @@
 # k8s.io/kubernetes with every staging module replaced by its published
 # version, and etcd from go.etcd.io/etcd/server/v3. Results are cached.
 #
-#   hack/build-k8s-binaries.sh DIR [kube-apiserver kube-controller-manager kube-scheduler kubectl etcd]
+#   hack/build-k8s-binaries.sh DIR [kube-apiserver kube-controller-manager kube-scheduler etcd]
+#
+# kubectl comes from its own published module: hack/e2e/build-binaries.sh.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.37.2}
@@ -68,20 +70,6 @@ GO
       go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >/dev/null 2>&1
       go mod tidy >/dev/null 2>&1
       go build -o "$out/etcd" .
-      ;;
-    kubectl)
-      k8s_module
-      mkdir -p "$work/k8s/kubectl" && cat > "$work/k8s/kubectl/main.go" <<'GO'
-package main
-
-import (
-	"k8s.io/component-base/cli"
-	"k8s.io/kubectl/pkg/cmd"
-)
-
-func main() { cli.Run(cmd.NewDefaultKubectlCommand()) }
-GO
-      cd "$work/k8s" && go mod tidy >/dev/null 2>&1 && go build -o "$out/kubectl" ./kubectl
       ;;
     kube-*)
       k8s_module

@@ -145,6 +145,7 @@ func managerOptions(o *options, scheme *runtime.Scheme) ctrl.Options {
 		// The process exits as soon as the manager stops, so giving up the
 		// Lease on the way out is safe and lets a new leader start at once.
 		LeaderElectionReleaseOnCancel: true,
+		Cache:                         controllers.CacheOptions(),
 	}
 }
 

@@ -1,0 +1,110 @@
+// Command process-kubelet is a test node agent: it registers a Node that
+// advertises nvidia.com/gpu and runs the containers of the pods bound to
+// it as local processes, ignoring their images (see internal/vkprovider).
+// It also provisions hostPath volumes for claims of its StorageClass.
+// It must run as root, for the containers' private mount namespaces.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	"k8s.io/klog/v2"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/vkprovider"
+)
+
+// mountFlags collects repeated TARGET=SOURCE flags.
+type mountFlags []vkprovider.Mount
+
+func (m *mountFlags) String() string { return fmt.Sprint(*m) }
+
+func (m *mountFlags) Set(v string) error {
+	target, source, ok := strings.Cut(v, "=")
+	if !ok || !strings.HasPrefix(target, "/") {
+		return fmt.Errorf("want /TARGET=SOURCE, got %q", v)
+	}
+	*m = append(*m, vkprovider.Mount{Source: source, Target: target, ReadOnly: true})
+	return nil
+}
+
+func main() {
+	if len(os.Args) == 3 && os.Args[1] == vkprovider.InitArg {
+		err := vkprovider.RunContainerInit(os.Args[2])
+		fmt.Fprintln(os.Stderr, "process-kubelet:", err)
+		os.Exit(127)
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "process-kubelet:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		kubeconfig   = flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "The kubeconfig of the cluster to join.")
+		nodeName     = flag.String("node-name", "process-node", "The name of the Node to register.")
+		gpus         = flag.Int64("gpus", 1, "The node's nvidia.com/gpu capacity.")
+		stateDir     = flag.String("state-dir", "", "Where pods' volumes, logs and termination messages live (required).")
+		imageEnv     = flag.String("image-env", "PATH,HOME,GOCACHE,GOPATH,GOMODCACHE,GOFLAGS,GOPROXY,GOTOOLCHAIN", "Variables of this process's environment that every container starts with, as an image's ENV would set them.")
+		storageClass = flag.String("storage-class", "process-local", "The StorageClass whose claims get hostPath volumes; empty disables provisioning.")
+		volumeDir    = flag.String("volume-dir", "", "Where provisioned volumes live (default STATE_DIR/volumes).")
+		imageFiles   mountFlags
+	)
+	flag.Var(&imageFiles, "image-file", "/TARGET=SOURCE: a host file mounted read-only at TARGET in every container, such as /autoresearch=bin/autoresearch; repeatable.")
+	klog.InitFlags(nil)
+	flag.Parse()
+	if *stateDir == "" {
+		return fmt.Errorf("--state-dir is required")
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("must run as root to give containers their own mount namespaces")
+	}
+	if *volumeDir == "" {
+		*volumeDir = *stateDir + "/volumes"
+	}
+	var env []string
+	for _, name := range strings.Split(*imageEnv, ",") {
+		if v, ok := os.LookupEnv(name); ok && name != "" {
+			env = append(env, name+"="+v)
+		}
+	}
+	client, err := nodeutil.ClientsetFromEnv(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	p := vkprovider.New(vkprovider.Config{
+		NodeName: *nodeName, GPUs: *gpus, StateDir: *stateDir,
+		ImageFiles: imageFiles, ImageEnv: env, Client: client,
+	})
+	// Containers outlive no agent: they are stopped when it stops.
+	defer p.StopAll()
+	newProvider := func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
+		p.ConfigureNode(cfg.Node)
+		return p, nil, nil
+	}
+	n, err := nodeutil.NewNode(*nodeName, newProvider, nodeutil.WithClient(client))
+	if err != nil {
+		return err
+	}
+	if *storageClass != "" {
+		go vkprovider.Provisioner{Client: client, StorageClass: *storageClass, Dir: *volumeDir, Interval: time.Second}.Run(ctx)
+	}
+	go func() {
+		if err := n.WaitReady(ctx, time.Minute); err == nil {
+			klog.InfoS("Node ready", "node", *nodeName, "gpus", *gpus)
+		}
+	}()
+	return n.Run(ctx)
+}

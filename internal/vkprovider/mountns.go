@@ -1,0 +1,135 @@
+package vkprovider
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// InitArg is the first argument with which the node agent re-executes
+// itself to become a container: in a fresh, private mount namespace it
+// bind-mounts the container's volumes and then executes its command.
+const InitArg = "__process-kubelet-container-init"
+
+// Mount makes Source, a host file or directory, visible at Target.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// ContainerSpec is what the re-executed agent needs to become a container.
+type ContainerSpec struct {
+	Mounts []Mount  `json:"mounts"`
+	Dir    string   `json:"dir,omitempty"`
+	Argv   []string `json:"argv"`
+	Env    []string `json:"env"`
+}
+
+// containerCommand returns the command that runs spec in its own mount
+// namespace and process group. self is the agent's own executable.
+func containerCommand(self string, spec ContainerSpec) (*exec.Cmd, error) {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, InitArg, string(data))
+	// Go makes the new namespace's mounts private before the exec, so the
+	// container's bind mounts never reach the host.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Setpgid: true}
+	return cmd, nil
+}
+
+// RunContainerInit is the container side of containerCommand: called with
+// the JSON spec in a private mount namespace, it mounts and executes the
+// command, and returns only on failure.
+func RunContainerInit(specJSON string) error {
+	var spec ContainerSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		return err
+	}
+	if len(spec.Argv) == 0 {
+		return errors.New("container has no command")
+	}
+	// Parents before children, as the kubelet orders a container's mounts.
+	mounts := append([]Mount(nil), spec.Mounts...)
+	sort.SliceStable(mounts, func(i, j int) bool {
+		return strings.Count(filepath.Clean(mounts[i].Target), "/") < strings.Count(filepath.Clean(mounts[j].Target), "/")
+	})
+	for _, m := range mounts {
+		if err := bindMount(m); err != nil {
+			return fmt.Errorf("mount %s at %s: %w", m.Source, m.Target, err)
+		}
+	}
+	if spec.Dir != "" {
+		if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.Chdir(spec.Dir); err != nil {
+			return err
+		}
+	}
+	argv0, err := lookPath(spec.Argv[0], spec.Env)
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(argv0, spec.Argv, spec.Env)
+}
+
+// bindMount creates the mount point (a file for a file, a directory for a
+// directory) and bind-mounts the source over it.
+func bindMount(m Mount) error {
+	info, err := os.Stat(m.Source)
+	if err != nil {
+		return err
+	}
+	if info.IsDir() {
+		if err := os.MkdirAll(m.Target, 0o755); err != nil {
+			return err
+		}
+	} else {
+		if err := os.MkdirAll(filepath.Dir(m.Target), 0o755); err != nil {
+			return err
+		}
+		if _, err := os.Stat(m.Target); errors.Is(err, os.ErrNotExist) {
+			f, err := os.OpenFile(m.Target, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			f.Close()
+		}
+	}
+	if err := syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return err
+	}
+	if m.ReadOnly {
+		return syscall.Mount("", m.Target, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_REC, "")
+	}
+	return nil
+}
+
+// lookPath resolves name against the container's PATH, not the agent's.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		p := filepath.Join(dir, name)
+		if info, err := os.Stat(p); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: executable file not found in $PATH", name)
+}

@@ -1,0 +1,64 @@
+package vkprovider
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestTerminationMessage(t *testing.T) {
+	tests := map[string]struct {
+		message, log string
+		policy       corev1.TerminationMessagePolicy
+		code         int32
+		want         string
+	}{
+		"message file wins":              {message: "result", log: "noise", policy: corev1.TerminationMessageFallbackToLogsOnError, code: 1, want: "result"},
+		"fallback to the log on failure": {log: "boom", policy: corev1.TerminationMessageFallbackToLogsOnError, code: 2, want: "boom"},
+		"no fallback on success":         {log: "fine", policy: corev1.TerminationMessageFallbackToLogsOnError, want: ""},
+		"no fallback by policy":          {log: "boom", policy: corev1.TerminationMessageReadFile, code: 2, want: ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			term, log := filepath.Join(dir, "term"), filepath.Join(dir, "log")
+			if err := os.WriteFile(term, []byte(tc.message), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log, []byte(tc.log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := terminationMessage(term, log, tc.policy, tc.code); got != tc.want {
+				t.Errorf("terminationMessage() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestContainerMounts(t *testing.T) {
+	vol := t.TempDir()
+	c := &corev1.Container{Name: "c", VolumeMounts: []corev1.VolumeMount{
+		{Name: "ws", MountPath: "/workspace/worktree", SubPath: "worktree"},
+		{Name: "ws", MountPath: "/workspace/source/.git", SubPath: "source/.git", ReadOnly: true},
+	}}
+	got, err := containerMounts(c, map[string]string{"ws": vol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Mount{
+		{Source: filepath.Join(vol, "worktree"), Target: "/workspace/worktree"},
+		{Source: filepath.Join(vol, "source/.git"), Target: "/workspace/source/.git", ReadOnly: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("containerMounts() (-want +got):\n%s", diff)
+	}
+	if info, err := os.Stat(filepath.Join(vol, "source/.git")); err != nil || !info.IsDir() {
+		t.Errorf("subPath directory not created: %v", err)
+	}
+	if _, err := containerMounts(&corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "missing"}}}, nil); err == nil {
+		t.Error("containerMounts() with an unknown volume succeeded, want an error")
+	}
+}

@@ -1,0 +1,363 @@
+//go:build e2e
+
+// Package e2e drives the operator on a real control plane with the
+// process-kubelet node (hack/e2e), through kubectl alone. Run it with
+// `make e2e`; it needs the cluster that `hack/e2e/cluster.sh up` starts.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+const (
+	name     = "tiny"
+	ns       = "default"
+	gpu      = "nvidia.com/gpu"
+	selector = "autoresearch.dev/experiment=" + name
+)
+
+var (
+	root    = mustAbs("../..")
+	e2eDir  = envOr("E2E_DIR", filepath.Join(root, "bin/e2e"))
+	kubeBin = envOr("K8S_BIN", filepath.Join(root, "bin/k8s/1.37.2")) + "/kubectl"
+)
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// kubectl runs kubectl as the cluster admin.
+func kubectl(t testing.TB, stdin string, args ...string) string {
+	t.Helper()
+	out, err := tryKubectl(stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func tryKubectl(stdin string, args ...string) (string, error) {
+	cmd := exec.Command(kubeBin, append([]string{"--kubeconfig", filepath.Join(e2eDir, "kubeconfig")}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// eventually polls f until it holds or the timeout passes.
+func eventually(t testing.TB, what string, timeout time.Duration, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func experiment(t testing.TB) *v1alpha1.AutoResearch {
+	t.Helper()
+	ar := &v1alpha1.AutoResearch{}
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "autoresearch", name, "-n", ns, "-o", "json")), ar); err != nil {
+		t.Fatal(err)
+	}
+	return ar
+}
+
+func jobs(t testing.TB) []batchv1.Job {
+	t.Helper()
+	var list batchv1.JobList
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "jobs", "-n", ns, "-l", selector, "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// install applies the CRD and the operator's RBAC from config/default,
+// leaving out the Deployment: the manager runs as a local process.
+func install(t *testing.T) {
+	kubectl(t, "", "apply", "--server-side", "-k", filepath.Join(root, "config/crd"))
+	kubectl(t, "", "wait", "--for=condition=Established", "crd/autoresearches.autoresearch.dev", "--timeout=60s")
+	var keep []string
+	for _, doc := range strings.Split(kubectl(t, "", "kustomize", filepath.Join(root, "config/default")), "\n---\n") {
+		var obj struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		switch obj.Kind {
+		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			keep = append(keep, doc)
+		}
+	}
+	kubectl(t, strings.Join(keep, "\n---\n"), "apply", "--server-side", "-f", "-")
+}
+
+// manager is the operator, run with its service account's identity.
+type manager struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	n   int
+}
+
+func (m *manager) start() {
+	m.n++
+	log, err := os.Create(filepath.Join(e2eDir, "logs", fmt.Sprintf("manager-%d.log", m.n)))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.cmd = exec.Command(filepath.Join(e2eDir, "manager"), "--image=autoresearch:e2e", "--leader-elect=true",
+		"--leader-election-namespace=autoresearch-system", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(e2eDir, "operator.kubeconfig"))
+	m.cmd.Stdout, m.cmd.Stderr = log, log
+	if err := m.cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// kill stops the manager without a chance to clean up.
+func (m *manager) kill() {
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Kill()
+	_ = m.cmd.Wait()
+	m.cmd = nil
+}
+
+// sourceRepo commits examples/tiny-lm-go into a fresh git repository.
+func sourceRepo(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "repo")
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples/tiny-lm-go"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"}, {"add", "-A"},
+		{"-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", "tiny-lm-go"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func manifest(repo string, maxRounds int) string {
+	return fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata: {name: %s, namespace: %s}
+spec:
+  researchQuestion: "How low can bits per byte go?"
+  maxRounds: %d
+  baseline: {runs: 1}
+  source:
+    git: {url: "file://%s", ref: main}
+  workspace: {size: 1Gi}
+  fixed:
+    files: [prepare/main.go, lm/lm.go, eval/main.go, scripted-researcher.yaml]
+    timeLimit: 30s
+  variable:
+    files: [train/main.go]
+    range: "hyperparameters and training loop in train/main.go"
+  train:
+    command: "go run ./prepare && go run ./train"
+    gpus: 1
+  eval:
+    metric: val_bpb
+    direction: minimize
+    command: "go run ./eval"
+  researcher:
+    command: "autoresearch researcher scripted --plan scripted-researcher.yaml"
+    timeout: 60s
+`, name, ns, maxRounds, repo)
+}
+
+// watcher records, once a second, what kubectl shows: the experiment's
+// table rows and how many GPU Jobs run at once.
+type watcher struct {
+	rows      []string
+	maxActive int
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+func watch(t *testing.T) *watcher {
+	w := &watcher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for {
+			w.record()
+			if out, err := tryKubectl("", "get", "jobs", "-n", ns, "-l", selector, "-o", "jsonpath={range .items[*]}{.status.active}{\"\\n\"}{end}"); err == nil {
+				w.maxActive = max(w.maxActive, strings.Count(out, "1"))
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return w
+}
+
+// record adds the experiment's row, without its age, when it changed.
+func (w *watcher) record() {
+	out, err := tryKubectl("", "get", "autoresearch", name, "-n", ns, "--no-headers")
+	f := strings.Fields(out)
+	if err != nil || len(f) < 2 {
+		return
+	}
+	row := strings.Join(f[:len(f)-1], " ")
+	if len(w.rows) == 0 || w.rows[len(w.rows)-1] != row {
+		w.rows = append(w.rows, row)
+	}
+}
+
+func (w *watcher) close() { close(w.stop); <-w.done }
+
+func waitPhase(t *testing.T, phase v1alpha1.Phase, round int32, timeout time.Duration) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("phase %s at round %d", phase, round), timeout, func() bool {
+		ar := experiment(t)
+		return ar.Status.Phase == phase && ar.Status.Round >= round
+	})
+}
+
+func TestExperimentOnCluster(t *testing.T) {
+	install(t)
+	m := &manager{t: t}
+	m.start()
+	defer m.kill()
+	repo := sourceRepo(t)
+	w := watch(t)
+	start := time.Now()
+	kubectl(t, manifest(repo, 2), "apply", "-f", "-")
+
+	// The manager dies in the middle of round 1's training and comes back.
+	eventually(t, "round 1 training", 10*time.Minute, func() bool {
+		_, err := tryKubectl("", "get", "job", name+"-r1-train", "-n", ns)
+		return err == nil
+	})
+	m.kill()
+	time.Sleep(5 * time.Second)
+	m.start()
+
+	waitPhase(t, v1alpha1.PhaseSucceeded, 2, 15*time.Minute)
+	t.Logf("two rounds in %s", time.Since(start).Round(time.Second))
+	// The watcher's findings are read once it has stopped.
+	w.close()
+	w.record()
+	ar := experiment(t)
+	var rounds []int32
+	for _, h := range ar.Status.History {
+		rounds = append(rounds, h.Round)
+		if h.Verdict == "" {
+			t.Errorf("round %d has no verdict", h.Round)
+		}
+	}
+	t.Logf("history rounds %v, verdict counts %v", rounds, ar.Status.VerdictCounts)
+	if got := fmt.Sprint(rounds); !strings.Contains(got, "1 2") {
+		t.Errorf("history rounds = %s, want rounds 1 and 2 each once", got)
+	}
+
+	t.Run("jobs request the GPU and run one at a time", func(t *testing.T) {
+		seen := map[string]bool{}
+		for _, j := range jobs(t) {
+			if seen[j.Name] {
+				t.Errorf("duplicate job %s", j.Name)
+			}
+			seen[j.Name] = true
+			req := j.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceName(gpu)]
+			if req.Value() != 1 {
+				t.Errorf("job %s requests %s GPUs, want 1", j.Name, req.String())
+			}
+			if j.Status.Succeeded+j.Status.Failed != 1 {
+				t.Errorf("job %s: succeeded %d failed %d, want exactly one finished pod", j.Name, j.Status.Succeeded, j.Status.Failed)
+			}
+		}
+		for _, want := range []string{name + "-r1-train", name + "-r1-eval", name + "-r2-train", name + "-r2-eval"} {
+			if !seen[want] {
+				t.Errorf("job %s is missing; have %v", want, seen)
+			}
+		}
+		if w.maxActive != 1 {
+			t.Errorf("at most %d GPU jobs were active at once, want 1", w.maxActive)
+		}
+	})
+
+	t.Run("kubectl get shows progress", func(t *testing.T) {
+		t.Logf("rows:\n%s", strings.Join(w.rows, "\n"))
+		var phases []string
+		for _, r := range w.rows {
+			if f := strings.Fields(r); len(f) > 1 {
+				phases = append(phases, f[1])
+			}
+		}
+		for _, want := range []string{"Running", "Succeeded"} {
+			if !strings.Contains(strings.Join(phases, " "), want) {
+				t.Errorf("phases seen %v, want %s among them", phases, want)
+			}
+		}
+	})
+
+	t.Run("raising maxRounds resumes, suspend pauses, the tampering round is caught", func(t *testing.T) {
+		// Round 3 of the plan breaks the build; round 4 edits the fixed eval.
+		kubectl(t, "", "patch", "autoresearch", name, "-n", ns, "--type=merge", "-p", `{"spec":{"maxRounds":4,"suspend":true}}`)
+		waitPhase(t, v1alpha1.PhaseSuspended, 2, 5*time.Minute)
+		before := len(jobs(t))
+		time.Sleep(10 * time.Second)
+		if after := len(jobs(t)); after != before {
+			t.Errorf("%d jobs while suspended, had %d", after, before)
+		}
+		kubectl(t, "", "patch", "autoresearch", name, "-n", ns, "--type=merge", "-p", `{"spec":{"suspend":false}}`)
+		waitPhase(t, v1alpha1.PhaseSucceeded, 4, 15*time.Minute)
+		ar := experiment(t)
+		verdicts := map[int32]v1alpha1.Verdict{}
+		for _, h := range ar.Status.History {
+			verdicts[h.Round] = h.Verdict
+		}
+		if verdicts[4] != v1alpha1.Verdict("compliance_failed") {
+			t.Errorf("round 4 verdict = %q, want compliance_failed; all %v", verdicts[4], verdicts)
+		}
+	})
+
+	// Step timings for the report: each pod's creation, start and end.
+	t.Logf("pods:\n%s", kubectl(t, "", "get", "pods", "-n", ns, "-l", selector, "--sort-by=.metadata.creationTimestamp", "-o",
+		"custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,FIRST_START:.status.initContainerStatuses[0].state.terminated.startedAt,START:.status.containerStatuses[0].state.terminated.startedAt,END:.status.containerStatuses[0].state.terminated.finishedAt"))
+
+	t.Run("deleting the experiment removes its children", func(t *testing.T) {
+		kubectl(t, "", "delete", "autoresearch", name, "-n", ns, "--wait=true", "--timeout=120s")
+		eventually(t, "children gone", 3*time.Minute, func() bool {
+			out := kubectl(t, "", "get", "pods,jobs,configmaps,pvc", "-n", ns, "-l", selector, "-o", "name")
+			return strings.TrimSpace(out) == ""
+		})
+	})
+}
