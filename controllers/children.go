@@ -274,6 +274,8 @@ func (b childBuilder) compliancePod(a round.Action) (*corev1.Pod, error) {
 		Step: steps.StepParity, Round: a.Round, Workdir: b.experimentDir(), Timeout: s.EvalTimeout(),
 		Targets: s.KernelTargets, Python: "python3", ComplianceFile: opts.AlsoWrite,
 	})))
+	// Parity runs in the training environment: its image and its env.
+	parity.Env = s.Train.Env
 	parity.VolumeMounts = append(parity.VolumeMounts, corev1.VolumeMount{Name: volumeResults, MountPath: resultsMount})
 	spec := b.podSpec(parity)
 	b.toolsInit(&spec)

@@ -18,6 +18,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -387,6 +389,9 @@ func (p *Provider) exec(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 	}
 	env := append(append([]string(nil), p.cfg.ImageEnv...), "HOSTNAME="+pod.Name)
 	for _, e := range c.Env {
+		// A container's variable replaces the image's, as in a real
+		// runtime; a shell would otherwise read the first of two.
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, e.Name+"=") })
 		env = append(env, e.Name+"="+e.Value)
 	}
 	cmd, err := containerCommand(p.cfg.Self, ContainerSpec{Mounts: mounts, Dir: c.WorkingDir, Argv: argv, Env: env})

@@ -84,8 +84,13 @@ func eventually(t testing.TB, what string, timeout time.Duration, f func() bool)
 
 func experiment(t testing.TB) *v1alpha1.AutoResearch {
 	t.Helper()
+	return experimentNamed(t, name)
+}
+
+func experimentNamed(t testing.TB, n string) *v1alpha1.AutoResearch {
+	t.Helper()
 	ar := &v1alpha1.AutoResearch{}
-	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "autoresearch", name, "-n", ns, "-o", "json")), ar); err != nil {
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "autoresearch", n, "-n", ns, "-o", "json")), ar); err != nil {
 		t.Fatal(err)
 	}
 	return ar
@@ -151,15 +156,15 @@ func (m *manager) kill() {
 	m.cmd = nil
 }
 
-// sourceRepo commits examples/tiny-lm-go into a fresh git repository.
-func sourceRepo(t *testing.T) string {
+// sourceRepo commits an example into a fresh git repository.
+func sourceRepo(t *testing.T, example string) string {
 	dir := filepath.Join(t.TempDir(), "repo")
-	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples/tiny-lm-go"), dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "examples", example), dir).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"}, {"add", "-A"},
-		{"-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", "tiny-lm-go"},
+		{"-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", example},
 	} {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
@@ -256,7 +261,7 @@ func TestExperimentOnCluster(t *testing.T) {
 	m := &manager{t: t}
 	m.start()
 	defer m.kill()
-	repo := sourceRepo(t)
+	repo := sourceRepo(t, "tiny-lm-go")
 	w := watch(t)
 	start := time.Now()
 	kubectl(t, manifest(repo, 2), "apply", "-f", "-")
@@ -360,4 +365,63 @@ func TestExperimentOnCluster(t *testing.T) {
 			return strings.TrimSpace(out) == ""
 		})
 	})
+}
+
+// TestPyTorchExampleOnCluster runs examples/nanogpt-torch, with its kernel
+// parity target, where this machine has PyTorch (Debian's python3-torch).
+func TestPyTorchExampleOnCluster(t *testing.T) {
+	const torchName = "torch"
+	python := "/usr/bin/python3"
+	if exec.Command(python, "-c", "import torch").Run() != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no python3 with torch: install Debian's python3-torch (make test does)")
+		}
+		t.Skip("no python3 with torch")
+	}
+	install(t)
+	m := &manager{t: t}
+	m.start()
+	defer m.kill()
+	repo := sourceRepo(t, "nanogpt-torch")
+	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata: {name: %s, namespace: %s}
+spec:
+  researchQuestion: "How low can a tiny GPT push bits per byte?"
+  maxRounds: 3
+  source:
+    git: {url: "file://%s", ref: main}
+  workspace: {size: 1Gi}
+  fixed:
+    files: [prepare.py, eval.py, reference_kernels.py, scripted-researcher.yaml]
+    timeLimit: 10m
+  variable:
+    files: [train.py, kernels.py]
+  train:
+    command: "python3 prepare.py && python3 train.py"
+    gpus: 1
+    # The host's userland plays the training image: its python3 has torch.
+    env: [{name: PATH, value: "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"}]
+  eval:
+    metric: val_bpb
+    direction: minimize
+    command: "python3 eval.py"
+  kernelTargets:
+    - {name: rmsnorm, newModule: "kernels:rmsnorm", baselineModule: "reference_kernels:rmsnorm", fixture: "reference_kernels:rmsnorm_fixture", atol: "1e-5", rtol: "1e-4"}
+  researcher:
+    command: "autoresearch researcher scripted --plan scripted-researcher.yaml"
+    timeout: 60s
+`, torchName, ns, repo), "apply", "-f", "-")
+	defer kubectl(t, "", "delete", "autoresearch", torchName, "-n", ns, "--wait=true")
+
+	eventually(t, "the PyTorch experiment to finish", 20*time.Minute, func() bool {
+		return experimentNamed(t, torchName).Status.Phase == v1alpha1.PhaseSucceeded
+	})
+	var got []string
+	for _, h := range experimentNamed(t, torchName).Status.History {
+		got = append(got, string(h.Verdict))
+	}
+	if strings.Join(got, " ") != "baseline improved not_improved parity_failed" {
+		t.Errorf("verdicts %v, want baseline, improved, not_improved, parity_failed", got)
+	}
 }
