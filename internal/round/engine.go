@@ -95,7 +95,8 @@ func (e *engine) handle(obs Observation) {
 			e.evalFinished(*obs.Eval)
 		}
 	case ObserveCommitted, ObserveRolledBack:
-		if e.expect(obs, v1alpha1.StepGit) {
+		// A commit answers only an improved round, a rollback only the others.
+		if e.expect(obs, v1alpha1.StepGit) && (obs.Kind == ObserveCommitted) == (e.candidate().Verdict == v1alpha1.VerdictImproved) {
 			e.gitDone(obs.Commit)
 		}
 	}

@@ -1483,6 +1483,20 @@ func TestNextIgnoresStaleObservations(t *testing.T) {
 			setup: inRound1(v1alpha1.StepEval),
 			obs:   committed(1, commitOf(1)),
 		},
+		"rollback reported for an improved round": {
+			setup: func(d *driver) {
+				d.start()
+				d.evaluate("0.5")
+			},
+			obs: rolledBack(1),
+		},
+		"commit reported for a rejected round": {
+			setup: func(d *driver) {
+				d.start()
+				d.evaluate("1.5")
+			},
+			obs: committed(1, commitOf(1)),
+		},
 		"result of a step that never started": {
 			setup: func(d *driver) {
 				d.start()

@@ -1,0 +1,42 @@
+package round
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+func TestHeadline(t *testing.T) {
+	cases := map[string]struct {
+		rec  v1alpha1.RoundRecord
+		want string
+	}{
+		"baseline":  {v1alpha1.RoundRecord{Round: 0, Value: "1.02", Insight: "unmodified code"}, "Baseline: val_bpb=1.02 (unmodified code)"},
+		"committed": {v1alpha1.RoundRecord{Round: 3, Value: "0.99", Verdict: v1alpha1.VerdictImproved, Commit: startCommit}, "Round 3/10: val_bpb=0.99 — improved (committed 5a5a5a5)"},
+		"no value":  {v1alpha1.RoundRecord{Round: 4, Verdict: v1alpha1.VerdictTrainFailed}, "Round 4/10: no val_bpb — train_failed (rolled back)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Headline("val_bpb", 10, tc.rec); got != tc.want {
+				t.Errorf("Headline = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFinished(t *testing.T) {
+	prev := &v1alpha1.AutoResearchStatus{History: []v1alpha1.RoundRecord{{Round: 0}, {Round: 1}}}
+	cur := &v1alpha1.AutoResearchStatus{History: []v1alpha1.RoundRecord{{Round: 1}, {Round: 2}, {Round: 3}}}
+	var got []int32
+	for _, r := range Finished(prev, cur) {
+		got = append(got, r.Round)
+	}
+	if diff := cmp.Diff([]int32{2, 3}, got); diff != "" {
+		t.Errorf("Finished (-want +got):\n%s", diff)
+	}
+	if n := len(Finished(&v1alpha1.AutoResearchStatus{}, prev)); n != 2 {
+		t.Errorf("from an empty history: %d rounds, want 2", n)
+	}
+}
