@@ -5,9 +5,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,13 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
 )
 
@@ -39,15 +41,43 @@ const ownerUIDKey = ".metadata.controllerUID"
 // AutoResearchReconciler reconciles AutoResearch objects.
 type AutoResearchReconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder record.EventRecorder
-	// Image is the operator's own image: it runs the git and compliance
+	scheme   *runtime.Scheme
+	recorder events.EventRecorder
+	// image is the operator's own image: it runs the git and compliance
 	// steps and brings the autoresearch binary into user images.
-	Image string
-	// Clock is the engine's clock; nil means the real one.
-	Clock clock.PassiveClock
-	// MaxConcurrentReconciles is how many experiments reconcile at once.
-	MaxConcurrentReconciles int
+	image       string
+	clock       clock.PassiveClock
+	concurrency int
+}
+
+// Option configures an AutoResearchReconciler.
+type Option func(*AutoResearchReconciler)
+
+// WithImage sets the operator's own image, which runs the git and
+// compliance steps and supplies the step wrapper to user images.
+func WithImage(image string) Option {
+	return func(r *AutoResearchReconciler) { r.image = image }
+}
+
+// WithClock sets the engine's clock; the real one by default.
+func WithClock(c clock.PassiveClock) Option {
+	return func(r *AutoResearchReconciler) { r.clock = c }
+}
+
+// WithMaxConcurrentReconciles sets how many experiments reconcile at once;
+// one by default.
+func WithMaxConcurrentReconciles(n int) Option {
+	return func(r *AutoResearchReconciler) { r.concurrency = max(1, n) }
+}
+
+// NewReconciler is the AutoResearch reconciler over a client, the scheme
+// its children are owned through and a recorder for its events.
+func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, opts ...Option) *AutoResearchReconciler {
+	r := &AutoResearchReconciler{Client: c, scheme: scheme, recorder: recorder, clock: clock.RealClock{}, concurrency: 1}
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r
 }
 
 // +kubebuilder:rbac:groups=autoresearch.dev,resources=autoresearches,verbs=get;list;watch;update;patch
@@ -57,17 +87,21 @@ type AutoResearchReconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile loads the experiment and advances its loop by what its children
 // report.
 func (r *AutoResearchReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ar := &v1alpha1.AutoResearch{}
 	if err := r.Get(ctx, req.NamespacedName, ar); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetExperimentMetrics(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ar.DeletionTimestamp.IsZero() {
 		// Owner references let the garbage collector remove the children.
+		forgetExperimentMetrics(ar.Namespace, ar.Name)
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.reconcile(ctx, ar)
@@ -79,16 +113,16 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 	if err != nil {
 		return err
 	}
-	obs, failure := observe(ar, w)
+	spec := ar.Spec.DeepCopy()
+	spec.Default()
+	obs, failure := observe(ar, spec, w)
 	if failure != nil {
 		// The child broke for reasons of its own: make it anew.
 		log.Info("Recreating a failed step", "child", failure.name, "reason", failure.reason)
-		r.Recorder.Event(ar, corev1.EventTypeWarning, "StepRetried", failure.reason)
+		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonStepRetried, actionRetry, "%s", failure.reason)
 		return r.deleteChild(ctx, ar, failure.name, w)
 	}
-	spec := ar.Spec.DeepCopy()
-	spec.Default()
-	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.now()})
+	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now()})
 
 	old := ar.Status.DeepCopy()
 	if !equality.Semantic.DeepEqual(*old, out.Status) {
@@ -106,13 +140,6 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		}
 	}
 	return r.cleanup(ctx, ar, w)
-}
-
-func (r *AutoResearchReconciler) now() time.Time {
-	if r.Clock == nil {
-		return time.Now()
-	}
-	return r.Clock.Now()
 }
 
 // loadWorld finds the experiment's children by their owner's UID.
@@ -149,7 +176,7 @@ func (r *AutoResearchReconciler) loadWorld(ctx context.Context, ar *v1alpha1.Aut
 
 // perform makes the child that carries out an action, if it does not exist.
 func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoResearch, w world, a round.Action) error {
-	b := childBuilder{ar: ar, image: r.Image}
+	b := childBuilder{ar: ar, image: r.image}
 	name := childName(ar, a)
 	switch a.Type {
 	case round.ActionPrepareWorkspace:
@@ -166,18 +193,18 @@ func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoR
 		if w.pods[name] != nil {
 			return nil
 		}
-		prompt, err := renderPrompt(ar, a)
+		text, err := prompt.Render(*a.Prompt)
 		if err != nil {
 			return err
 		}
-		cm, err := b.roundConfigMap(a.Round, prompt)
+		cm, err := b.roundConfigMap(a.Round, text)
 		if err != nil {
 			return err
 		}
 		if err := r.ensure(ctx, ar, cm); err != nil {
 			return err
 		}
-		return r.ensure(ctx, ar, b.researcherPod(a, baselineLedger(ar, a.Round)))
+		return r.ensure(ctx, ar, b.researcherPod(a))
 	case round.ActionCheckCompliance:
 		if w.pods[name] != nil {
 			return nil
@@ -196,33 +223,52 @@ func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoR
 		if w.pods[name] != nil {
 			return nil
 		}
-		return r.ensure(ctx, ar, b.gitPod(a, roundLedger(ar)))
+		return r.ensure(ctx, ar, b.gitPod(a))
 	case round.ActionFinish:
 		if w.pods[name] != nil {
 			return nil
 		}
-		return r.ensure(ctx, ar, b.finishPod(a, finishLedger(ar, a)))
-	case round.ActionRecord, round.ActionWarn:
-		// The git step wrote the round's row already; warnings became events.
+		return r.ensure(ctx, ar, b.finishPod(a))
+	case round.ActionReportRound, round.ActionWarn:
+		// Both became events in announce.
 		return nil
 	}
 	return fmt.Errorf("unknown action %q", a.Type)
 }
 
-// ensure creates a child owned by the experiment; one that exists already
-// (a restart raced its creation) is fine.
+// ensure creates a child owned by the experiment. One that exists already
+// is fine when this experiment controls it (a restart raced its creation);
+// one that something else owns is never taken over: the step waits, with a
+// warning event, until it is gone.
 func (r *AutoResearchReconciler) ensure(ctx context.Context, ar *v1alpha1.AutoResearch, obj client.Object) error {
-	if err := controllerutil.SetControllerReference(ar, obj, r.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(ar, obj, r.scheme); err != nil {
 		return err
 	}
 	err := r.Create(ctx, obj)
-	if apierrors.IsAlreadyExists(err) {
+	switch {
+	case err == nil:
+		logf.FromContext(ctx).V(1).Info("Created child", "kind", fmt.Sprintf("%T", obj), "child", klog.KObj(obj))
+		return nil
+	case !apierrors.IsAlreadyExists(err):
+		return err
+	}
+	existing, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("%T is not a client.Object", obj)
+	}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return err
+	}
+	if metav1.IsControlledBy(existing, ar) {
 		return nil
 	}
-	if err == nil {
-		logf.FromContext(ctx).V(1).Info("Created child", "kind", fmt.Sprintf("%T", obj), "child", klog.KObj(obj))
+	kind := "object"
+	if gvk, err := apiutil.GVKForObject(obj, r.scheme); err == nil {
+		kind = gvk.Kind
 	}
-	return err
+	msg := fmt.Sprintf("%s %s exists and is not controlled by this experiment; delete or rename it so that the step can run", kind, obj.GetName())
+	r.recorder.Eventf(ar, existing, corev1.EventTypeWarning, reasonChildConflict, actionCreate, "%s", msg)
+	return errors.New(msg)
 }
 
 func (r *AutoResearchReconciler) deleteChild(ctx context.Context, ar *v1alpha1.AutoResearch, name string, w world) error {
@@ -310,7 +356,7 @@ func (r *AutoResearchReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.AutoResearch{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.Pod{}, builder.WithPredicates(childFinished)).
 		Owns(&batchv1.Job{}, builder.WithPredicates(childFinished)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.MaxConcurrentReconciles)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
 		Named("autoresearch").
 		Complete(r)
 }

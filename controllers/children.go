@@ -17,6 +17,7 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 const (
@@ -212,10 +213,10 @@ func (b childBuilder) roundConfigMap(n int32, prompt string) (*corev1.ConfigMap,
 // researcherPod runs the untrusted Researcher: no service-account token,
 // the worktree writable, the git directory read-only, the prompt from a
 // ConfigMap, API keys only through the spec's secret references.
-func (b childBuilder) researcherPod(a round.Action, ledger *steps.LedgerUpdate) *corev1.Pod {
+func (b childBuilder) researcherPod(a round.Action) *corev1.Pod {
 	s := b.ar.Spec
 	prepare := container("prepare", b.image, steps.PrepareArgs(projectBinary, steps.PrepareOptions{
-		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Ledger: ledger,
+		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Ledger: a.Ledger,
 	}))
 	image := s.Researcher.Image
 	if image == "" {
@@ -235,7 +236,7 @@ func (b childBuilder) researcherPod(a round.Action, ledger *steps.LedgerUpdate) 
 			{Name: "AUTORESEARCH_PROMPT_FILE", Value: steps.PromptFile},
 			{Name: "AUTORESEARCH_ROUND", Value: strconv.Itoa(int(a.Round))},
 			{Name: "AUTORESEARCH_EXPERIMENT", Value: b.ar.Name},
-			{Name: "AUTORESEARCH_EXPERIENCES", Value: path.Join(b.experimentDir(), "experiences.md")},
+			{Name: "AUTORESEARCH_EXPERIENCES", Value: path.Join(b.experimentDir(), workspace.ExperiencesFile)},
 			{Name: "AUTORESEARCH_RESULT_FILE", Value: steps.TerminationMessagePath},
 			{Name: "AUTORESEARCH_FIXED_FILES", Value: strings.Join(s.Fixed.Files, ",")},
 			{Name: "PATH", Value: steps.ToolsMount + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
@@ -372,20 +373,20 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 }
 
 // gitPod commits or rolls back the round and writes its ledger row.
-func (b childBuilder) gitPod(a round.Action, ledger steps.LedgerUpdate) *corev1.Pod {
+func (b childBuilder) gitPod(a round.Action) *corev1.Pod {
 	action := steps.GitRollback
 	if a.Type == round.ActionCommit {
 		action = steps.GitCommit
 	}
 	args := steps.GitArgs(projectBinary, steps.GitOptions{
-		Worktree: b.worktree(), Action: action, Base: a.BaseCommit, Message: a.Message, Ledger: ledger,
+		Worktree: b.worktree(), Action: action, Base: a.BaseCommit, Message: a.Message, Ledger: *a.Ledger,
 	})
 	return b.pod(childName(b.ar, a), a.Round, stepGit, b.podSpec(container(stepGit, b.image, args)))
 }
 
 // finishPod writes the final ledger header and commits the ledger.
-func (b childBuilder) finishPod(a round.Action, ledger steps.LedgerUpdate) *corev1.Pod {
-	args := steps.FinishArgs(projectBinary, steps.FinishOptions{Worktree: b.worktree(), Ledger: ledger})
+func (b childBuilder) finishPod(a round.Action) *corev1.Pod {
+	args := steps.FinishArgs(projectBinary, steps.FinishOptions{Worktree: b.worktree(), Ledger: *a.Ledger})
 	return b.pod(childName(b.ar, a), a.Round, stepFinish, b.podSpec(container(stepFinish, b.image, args)))
 }
 

@@ -332,7 +332,7 @@ func condition(ar *v1alpha1.AutoResearch, typ string) *metav1.Condition {
 
 func eventReasons(t *testing.T, ns string) []string {
 	var out []string
-	for _, e := range events(t, ns, experiment) {
+	for _, e := range experimentEvents(t, ns, experiment) {
 		out = append(out, e.Reason+": "+e.Message)
 	}
 	return out

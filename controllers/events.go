@@ -10,18 +10,42 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
 )
 
+// Event reasons of the operator's own, besides the verdicts (in CamelCase),
+// the phases and the API's condition reasons.
+const (
+	reasonStepStarted   = "StepStarted"
+	reasonStepRetried   = "StepRetried"
+	reasonChildConflict = "ChildConflict"
+)
+
+// Event actions: what the operator did, as events.k8s.io/v1 records it.
+const (
+	actionJudge   = "Judge"
+	actionStart   = "Start"
+	actionRetry   = "Retry"
+	actionCreate  = "Create"
+	actionAdvance = "Advance"
+	actionWarn    = "Warn"
+)
+
 // announce tells the human on the loop what changed, once the new status is
 // stored: an event for every step that started, every verdict and every
 // phase change, and the Prometheus metrics.
 func (r *AutoResearchReconciler) announce(ar *v1alpha1.AutoResearch, old *v1alpha1.AutoResearchStatus, actions []round.Action) {
 	cur := &ar.Status
-	for _, rec := range round.Finished(old, cur) {
-		r.Recorder.Event(ar, verdictEventType(rec.Verdict), verdictReason(rec.Verdict), roundMessage(ar, rec))
-		recordRoundMetrics(ar, rec)
+	for _, a := range actions {
+		switch a.Type {
+		case round.ActionReportRound:
+			rec := *a.Record
+			r.recorder.Eventf(ar, nil, verdictEventType(rec.Verdict), verdictReason(rec.Verdict), actionJudge, "%s", roundMessage(ar, rec))
+			recordRoundMetrics(ar, rec)
+		case round.ActionWarn:
+			r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, a.Reason, actionWarn, "%s", a.Message)
+		}
 	}
 	if cr := cur.CurrentRound; cr != nil && cr.StepState == v1alpha1.StepRunning {
 		if p := old.CurrentRound; p == nil || p.Number != cr.Number || p.Step != cr.Step || p.StepState != cr.StepState {
-			r.Recorder.Event(ar, corev1.EventTypeNormal, "StepStarted", cr.Tasks[stepIndex(cr.Step)])
+			r.recorder.Eventf(ar, nil, corev1.EventTypeNormal, reasonStepStarted, actionStart, "%s", round.Task(cr.Tasks, cr.Step))
 		}
 	}
 	if cur.Phase != old.Phase {
@@ -29,12 +53,7 @@ func (r *AutoResearchReconciler) announce(ar *v1alpha1.AutoResearch, old *v1alph
 		if cur.Phase == v1alpha1.PhaseFailed {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Event(ar, eventType, string(cur.Phase), cur.Message)
-	}
-	for _, a := range actions {
-		if a.Type == round.ActionWarn {
-			r.Recorder.Event(ar, corev1.EventTypeWarning, a.Reason, a.Message)
-		}
+		r.recorder.Eventf(ar, nil, eventType, string(cur.Phase), actionAdvance, "%s", cur.Message)
 	}
 	recordExperimentMetrics(ar, old)
 }
@@ -71,13 +90,4 @@ func verdictReason(v v1alpha1.Verdict) string {
 		}
 	}
 	return b.String()
-}
-
-func stepIndex(s v1alpha1.Step) int {
-	for i, step := range []v1alpha1.Step{v1alpha1.StepResearcher, v1alpha1.StepCompliance, v1alpha1.StepTrain, v1alpha1.StepEval, v1alpha1.StepGit, v1alpha1.StepTermination} {
-		if step == s {
-			return i
-		}
-	}
-	return 0
 }

@@ -183,8 +183,8 @@ func waitStatus(t testing.TB, ns, name, what string, cond func(v1alpha1.AutoRese
 	return ar
 }
 
-// events lists the reasons and messages of the experiment's events.
-func events(t testing.TB, ns, name string) []corev1.Event {
+// experimentEvents lists the reasons and messages of the experiment's events.
+func experimentEvents(t testing.TB, ns, name string) []corev1.Event {
 	t.Helper()
 	var list corev1.EventList
 	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
@@ -204,7 +204,7 @@ func events(t testing.TB, ns, name string) []corev1.Event {
 func hasEvent(t testing.TB, ns, name, reason, contains string) bool {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		for _, e := range events(t, ns, name) {
+		for _, e := range experimentEvents(t, ns, name) {
 			if e.Reason == reason && (contains == "" || containsText(e.Message, contains)) {
 				return true
 			}

@@ -54,3 +54,12 @@ func recordExperimentMetrics(ar *v1alpha1.AutoResearch, old *v1alpha1.AutoResear
 		gpuSeconds.WithLabelValues(ar.Namespace, ar.Name).Add(float64(d))
 	}
 }
+
+// forgetExperimentMetrics removes a deleted experiment's series, so that a
+// long-lived operator does not export every experiment it ever ran.
+func forgetExperimentMetrics(namespace, name string) {
+	labels := prometheus.Labels{"namespace": namespace, "name": name}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{roundsTotal, bestMetric, gpuSeconds} {
+		v.DeletePartialMatch(labels)
+	}
+}

@@ -15,6 +15,8 @@ const (
 	LabelRound      = "autoresearch.dev/round"
 	LabelStep       = "autoresearch.dev/step"
 	ManagerName     = "autoresearch-operator"
+	// ControllerName reports the operator's events.
+	ControllerName = "autoresearch-controller"
 	// LabelKueueQueue admits Jobs through Kueue.
 	LabelKueueQueue = "kueue.x-k8s.io/queue-name"
 )

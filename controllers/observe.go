@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -30,108 +31,72 @@ type stepFailure struct {
 	reason string
 }
 
-// observe turns the state of the current step's child into the engine's
-// observation; a step still running is a Tick.
-func observe(ar *v1alpha1.AutoResearch, w world) (round.Observation, *stepFailure) {
-	st := ar.Status
+// observe turns the state of the child that performs the action in
+// progress into the engine's observation; a step still running is a Tick.
+func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world) (round.Observation, *stepFailure) {
 	tick := round.Observation{Kind: round.ObserveTick}
-	if st.Phase == v1alpha1.PhaseInitializing {
-		pod := w.pods[initPodName(ar)]
-		if !podFinished(pod) {
-			return tick, nil
-		}
-		return observeWorkspace(pod), nil
-	}
-	cr := st.CurrentRound
-	if cr == nil || cr.StepState != v1alpha1.StepRunning {
+	a, ok := round.CurrentAction(spec, &ar.Status)
+	if !ok {
 		return tick, nil
 	}
-	a := currentAction(st)
 	name := childName(ar, a)
-	obs := round.Observation{Round: cr.Number}
-	switch cr.Step {
-	case v1alpha1.StepResearcher:
-		pod := w.pods[name]
-		if !podFinished(pod) {
-			return tick, nil
-		}
+	if a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval {
+		return observeGPUStep(a, w.jobs[name], w.jobPods[name]), nil
+	}
+	pod := w.pods[name]
+	if !podFinished(pod) {
+		return tick, nil
+	}
+	obs := round.Observation{Round: a.Round, Candidate: a.Candidate}
+	switch a.Type {
+	case round.ActionPrepareWorkspace:
+		return observeWorkspace(pod), nil
+	case round.ActionRunResearcher:
 		obs.Kind = round.ObserveResearcherFinished
 		obs.Researcher = observeResearcher(pod)
-	case v1alpha1.StepCompliance:
-		pod := w.pods[name]
-		if !podFinished(pod) {
-			return tick, nil
-		}
+	case round.ActionCheckCompliance:
 		var res steps.ComplianceResult
 		if err := steps.Decode(lastTerminated(pod).Message, &res); err != nil {
 			return tick, &stepFailure{name, "the compliance check ended without a result: " + podProblem(pod, err)}
 		}
 		obs.Kind = round.ObserveComplianceChecked
 		obs.Compliance = &round.ComplianceResult{Strategy: res.Strategy, Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory}
-	case v1alpha1.StepTrain:
-		job := w.jobs[name]
-		if !jobFinished(job) {
-			return tick, nil
-		}
-		var res steps.TrainResult
-		exit := observeJob(job, w.jobPods[name], &res)
-		obs.Kind = round.ObserveTrainFinished
-		obs.Train = &round.TrainResult{Exit: exit, Divergence: res.Divergence, FinalLoss: res.FinalLoss, MemoryGB: res.MemoryGB}
-	case v1alpha1.StepEval:
-		job := w.jobs[name]
-		if !jobFinished(job) {
-			return tick, nil
-		}
-		var res steps.EvalResult
-		exit := observeJob(job, w.jobPods[name], &res)
-		obs.Kind = round.ObserveEvalFinished
-		obs.Eval = &round.EvalResult{Exit: exit, Found: res.Found, Value: res.Value, FixedFilesChanged: res.FixedFilesChanged}
-	case v1alpha1.StepGit:
-		pod := w.pods[name]
-		if !podFinished(pod) {
-			return tick, nil
-		}
+	case round.ActionCommit, round.ActionRollback, round.ActionFinish:
 		var res steps.GitResult
 		if pod.Status.Phase != corev1.PodSucceeded {
-			return tick, &stepFailure{name, "the git step failed: " + podProblem(pod, nil)}
+			return tick, &stepFailure{name, fmt.Sprintf("the %s step failed: %s", actionStep(a.Type), podProblem(pod, nil))}
 		}
 		if err := steps.Decode(lastTerminated(pod).Message, &res); err != nil {
-			return tick, &stepFailure{name, "the git step ended without a result: " + podProblem(pod, err)}
+			return tick, &stepFailure{name, fmt.Sprintf("the %s step ended without a result: %s", actionStep(a.Type), podProblem(pod, err))}
 		}
-		obs.Kind = round.ObserveRolledBack
-		if a.Type == round.ActionCommit {
-			obs.Kind = round.ObserveCommitted
-			obs.Commit = res.Commit
-		}
+		obs.Commit = res.Commit
+		obs.Kind = map[round.ActionType]round.ObservationKind{
+			round.ActionCommit: round.ObserveCommitted, round.ActionRollback: round.ObserveRolledBack, round.ActionFinish: round.ObserveFinished,
+		}[a.Type]
 	default:
 		return tick, nil
 	}
 	return obs, nil
 }
 
-// currentAction is the action of the step in progress, as the engine emitted it.
-func currentAction(st v1alpha1.AutoResearchStatus) round.Action {
-	cr := st.CurrentRound
-	a := round.Action{Round: cr.Number, BaseCommit: cr.BaseCommit}
-	switch cr.Step {
-	case v1alpha1.StepResearcher:
-		a.Type = round.ActionRunResearcher
-	case v1alpha1.StepCompliance:
-		a.Type = round.ActionCheckCompliance
-	case v1alpha1.StepTrain:
-		a.Type = round.ActionRunTrain
-	case v1alpha1.StepEval:
-		a.Type = round.ActionRunEval
-	case v1alpha1.StepGit:
-		a.Type = round.ActionRollback
-		if len(cr.Candidates) > 0 && cr.Candidates[0].Verdict == v1alpha1.VerdictImproved {
-			a.Type = round.ActionCommit
-		}
+// observeGPUStep reads a finished training or evaluation Job.
+func observeGPUStep(a round.Action, job *batchv1.Job, pods []*corev1.Pod) round.Observation {
+	if !jobFinished(job) {
+		return round.Observation{Kind: round.ObserveTick}
 	}
-	if cr.Number == 0 && st.Baseline != nil && (a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval) {
-		a.Sample = int32(len(st.Baseline.Values)) + 1
+	obs := round.Observation{Round: a.Round, Candidate: a.Candidate}
+	if a.Type == round.ActionRunTrain {
+		var res steps.TrainResult
+		exit := observeJob(job, pods, &res.ProcessResult, &res)
+		obs.Kind = round.ObserveTrainFinished
+		obs.Train = &round.TrainResult{Exit: exit, Divergence: res.Divergence, FinalLoss: res.FinalLoss, MemoryGB: res.MemoryGB}
+		return obs
 	}
-	return a
+	var res steps.EvalResult
+	exit := observeJob(job, pods, &res.ProcessResult, &res)
+	obs.Kind = round.ObserveEvalFinished
+	obs.Eval = &round.EvalResult{Exit: exit, Found: res.Found, Value: res.Value, FixedFilesChanged: res.FixedFilesChanged}
+	return obs
 }
 
 func observeWorkspace(pod *corev1.Pod) round.Observation {
@@ -141,7 +106,7 @@ func observeWorkspace(pod *corev1.Pod) round.Observation {
 	case err != nil:
 		return round.Observation{Kind: round.ObserveWorkspaceFailed, Error: podProblem(pod, err)}
 	case res.Error != "" || pod.Status.Phase != corev1.PodSucceeded:
-		return round.Observation{Kind: round.ObserveWorkspaceFailed, Error: orText(res.Error, podProblem(pod, nil))}
+		return round.Observation{Kind: round.ObserveWorkspaceFailed, Error: cmp.Or(res.Error, podProblem(pod, nil))}
 	}
 	var hashes []v1alpha1.FileHash
 	for p, h := range res.FixedHashes {
@@ -153,24 +118,14 @@ func observeWorkspace(pod *corev1.Pod) round.Observation {
 	}}
 }
 
-// researcherReport is what a Researcher may write to its termination
-// message ($AUTORESEARCH_RESULT_FILE) about its own consumption.
-type researcherReport struct {
-	InputTokens  int64  `json:"inputTokens"`
-	OutputTokens int64  `json:"outputTokens"`
-	Cost         string `json:"cost"`
-	// Error is why a failed Researcher gave up.
-	Error string `json:"error"`
-}
-
 func observeResearcher(pod *corev1.Pod) *round.ResearcherResult {
 	term := containerTerminated(pod, stepResearcher)
 	res := &round.ResearcherResult{Exit: exitOf(pod, term)}
 	if term != nil {
-		var report researcherReport
+		var report steps.ResearcherReport
 		if json.Unmarshal([]byte(term.Message), &report) == nil {
-			res.Usage = v1alpha1.Usage{InputTokens: report.InputTokens, OutputTokens: report.OutputTokens, Cost: report.Cost}
-			res.Exit.Tail = orText(report.Error, res.Exit.Tail)
+			res.Usage = report.Usage()
+			res.Exit.Tail = cmp.Or(report.Error, res.Exit.Tail)
 		} else {
 			res.Exit.Tail = term.Message
 		}
@@ -179,8 +134,9 @@ func observeResearcher(pod *corev1.Pod) *round.ResearcherResult {
 }
 
 // observeJob reads a finished Job's result from its last pod's termination
-// message into res, and returns how the user process ended.
-func observeJob(job *batchv1.Job, pods []*corev1.Pod, res any) round.ProcessExit {
+// message into res, whose process result is pr, and returns how the user
+// process ended.
+func observeJob(job *batchv1.Job, pods []*corev1.Pod, pr *steps.ProcessResult, res any) round.ProcessExit {
 	var pod *corev1.Pod
 	for _, p := range pods {
 		if podFinished(p) && (pod == nil || p.CreationTimestamp.After(pod.CreationTimestamp.Time)) {
@@ -193,26 +149,20 @@ func observeJob(job *batchv1.Job, pods []*corev1.Pod, res any) round.ProcessExit
 		term = lastTerminated(pod)
 		exit = exitOf(pod, term)
 	}
-	var pr *steps.ProcessResult
-	switch r := res.(type) {
-	case *steps.TrainResult:
-		pr = &r.ProcessResult
-	case *steps.EvalResult:
-		pr = &r.ProcessResult
-	}
 	if term != nil && steps.Decode(term.Message, res) == nil {
 		exit.ExitCode, exit.TimedOut, exit.Tail = pr.ExitCode, pr.TimedOut, pr.Tail
 		exit.Duration = time.Duration(pr.DurationMS) * time.Millisecond
 	}
-	if c := jobCondition(job, batchv1.JobFailed); c != nil && c.Reason == batchv1.JobReasonDeadlineExceeded {
+	failed := jobCondition(job, batchv1.JobFailed)
+	if failed != nil && failed.Reason == batchv1.JobReasonDeadlineExceeded {
 		exit.TimedOut = true
 		if exit.Duration == 0 && job.Status.StartTime != nil {
-			exit.Duration = c.LastTransitionTime.Sub(job.Status.StartTime.Time)
+			exit.Duration = failed.LastTransitionTime.Sub(job.Status.StartTime.Time)
 		}
 	}
-	if jobCondition(job, batchv1.JobFailed) != nil && exit.ExitCode == 0 && !exit.TimedOut {
+	if failed != nil && exit.ExitCode == 0 && !exit.TimedOut {
 		exit.ExitCode = 1
-		exit.Tail = orText(exit.Tail, jobCondition(job, batchv1.JobFailed).Message)
+		exit.Tail = cmp.Or(exit.Tail, failed.Message)
 	}
 	return exit
 }
@@ -227,7 +177,7 @@ func exitOf(pod *corev1.Pod, term *corev1.ContainerStateTerminated) round.Proces
 		}
 	} else if pod.Status.Phase == corev1.PodFailed {
 		exit.ExitCode = 1
-		exit.Tail = orText(pod.Status.Message, pod.Status.Reason)
+		exit.Tail = cmp.Or(pod.Status.Message, pod.Status.Reason)
 	}
 	if exit.TimedOut && pod.Status.StartTime != nil && exit.Duration == 0 {
 		exit.Duration = time.Since(pod.Status.StartTime.Time)
@@ -279,18 +229,11 @@ func podProblem(pod *corev1.Pod, err error) string {
 	}
 	for _, cs := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			parts = append(parts, fmt.Sprintf("container %s exited with code %d: %s", cs.Name, t.ExitCode, strings.TrimSpace(orText(t.Message, t.Reason))))
+			parts = append(parts, fmt.Sprintf("container %s exited with code %d: %s", cs.Name, t.ExitCode, strings.TrimSpace(cmp.Or(t.Message, t.Reason))))
 		}
 	}
 	if pod.Status.Message != "" {
 		parts = append(parts, pod.Status.Message)
 	}
 	return strings.Join(parts, "; ")
-}
-
-func orText(s, fallback string) string {
-	if s != "" {
-		return s
-	}
-	return fallback
 }

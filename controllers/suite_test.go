@@ -120,14 +120,8 @@ func startManager(t testing.TB) *manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &AutoResearchReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor("autoresearch-controller"),
-		Image:    testImage,
-
-		MaxConcurrentReconciles: 4,
-	}
+	r := NewReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorder(ControllerName),
+		WithImage(testImage), WithMaxConcurrentReconciles(4))
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

@@ -484,17 +484,21 @@ const (
 	ConditionDegraded    = "Degraded"
 )
 
-// Condition reasons.
+// Condition reasons, also used as the reasons of the events that announce
+// them.
 const (
 	ReasonTargetReached    = "TargetReached"
 	ReasonMaxRoundsReached = "MaxRoundsReached"
 	ReasonPlateau          = "Plateau"
 	ReasonRoundInProgress  = "RoundInProgress"
 	ReasonSuspendedByUser  = "SuspendedByUser"
+	ReasonNotSuspended     = "NotSuspended"
+	ReasonNotFinished      = "NotFinished"
+	ReasonNoFailure        = "NoFailure"
 	ReasonBaselineFailed   = "BaselineFailed"
 	ReasonWorkspaceFailed  = "WorkspaceFailed"
+	ReasonWorkspaceReady   = "WorkspaceReady"
 	ReasonImproving        = "Improving"
-	ReasonMeasuring        = "MeasuringBaseline"
 	ReasonInitializing     = "Initializing"
 	ReasonRoundRestarted   = "RoundRestarted"
 )
@@ -534,9 +538,10 @@ type AutoResearchStatus struct {
 	// +optional
 	CurrentRound *RoundStatus `json:"currentRound,omitempty"`
 
-	// History holds the most recent rounds, newest last, at most spec.historyLimit.
+	// History holds the baseline's record and the most recent
+	// spec.historyLimit rounds, oldest first.
 	// +optional
-	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:MaxItems=101
 	History []RoundRecord `json:"history,omitempty"`
 
 	// VerdictCounts counts rounds per verdict.
@@ -558,6 +563,12 @@ type AutoResearchStatus struct {
 	// Usage is what the experiment has consumed.
 	// +optional
 	Usage Usage `json:"usage,omitempty"`
+
+	// LedgerCommit is the commit that holds the final experiences.md and
+	// results.tsv of a finished run; empty while they are being written.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LedgerCommit string `json:"ledgerCommit,omitempty"`
 
 	// Message says, in a sentence, what is happening or what went wrong.
 	// +optional

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -154,12 +153,7 @@ func newWorkspacePrepareCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if u != nil {
-				if err := supervisor.Record(cmd.Context(), ws, *u); err != nil {
-					return err
-				}
-			}
-			return supervisor.PrepareRound(cmd.Context(), ws, round, base, stateDir)
+			return supervisor.PrepareRound(cmd.Context(), ws, round, base, stateDir, u)
 		},
 	}
 	f.register(cmd, "a ledger update to record first, as JSON", false)
@@ -265,11 +259,8 @@ func newWorkspaceGitCommand(action string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			commit, err := gitStep(cmd.Context(), ws, action, base, message)
+			commit, err := supervisor.GitStep(cmd.Context(), ws, action, base, message, *u)
 			if err != nil {
-				return err
-			}
-			if err := supervisor.Record(cmd.Context(), ws, *u); err != nil {
 				return err
 			}
 			return writeResult(result, &steps.GitResult{Commit: commit})
@@ -289,17 +280,6 @@ func newWorkspaceGitCommand(action string) *cobra.Command {
 	return cmd
 }
 
-// gitStep commits or rolls back, both safe to repeat, and returns HEAD.
-func gitStep(ctx context.Context, ws *workspace.Workspace, action, base, message string) (string, error) {
-	if action == steps.GitCommit {
-		return supervisor.Commit(ctx, ws, base, message)
-	}
-	if err := ws.Rollback(ctx, base); err != nil {
-		return "", err
-	}
-	return ws.Head(ctx)
-}
-
 func newWorkspaceFinishCommand() *cobra.Command {
 	var (
 		f      ledgerStepFlags
@@ -314,10 +294,7 @@ func newWorkspaceFinishCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := supervisor.Finish(cmd.Context(), ws, *u); err != nil {
-				return err
-			}
-			head, err := ws.Head(cmd.Context())
+			_, head, err := supervisor.Finish(cmd.Context(), ws, *u)
 			if err != nil {
 				return err
 			}

@@ -165,14 +165,9 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 
-	if err := (&controllers.AutoResearchReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor("autoresearch-controller"),
-		Image:    o.image,
-
-		MaxConcurrentReconciles: o.concurrency,
-	}).SetupWithManager(mgr); err != nil {
+	r := controllers.NewReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorder(controllers.ControllerName),
+		controllers.WithImage(o.image), controllers.WithMaxConcurrentReconciles(o.concurrency))
+	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the AutoResearch controller: %w", err)
 	}
 

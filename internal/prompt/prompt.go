@@ -21,6 +21,10 @@ var tmpl = template.Must(template.New("prompt").
 	}).
 	Parse(promptTemplate))
 
+// RecentRounds is how many rounds of the experience log a prompt shows, as
+// in the original loop.
+const RecentRounds = 5
+
 // Data is what the prompt of one round is made from.
 type Data struct {
 	// Metric is the name of the metric to improve, e.g. "val_bpb".

@@ -29,9 +29,10 @@ var (
 	// ignoreRecordTimes leaves durations and completion times out of
 	// Record comparisons; TestNextRecordCarriesDurations checks them once.
 	ignoreRecordTimes = cmpopts.IgnoreFields(v1alpha1.RoundRecord{}, "Durations", "CompletionTime")
-	// ignoreTasks leaves the final task list out of action comparisons;
-	// TestRoundTasksOfFinishedRound checks it.
-	ignoreTasks = cmpopts.IgnoreFields(Action{}, "Tasks")
+	// ignoreTasks leaves what actions carry for the adapters out of action
+	// comparisons: TestRoundTasksOfFinishedRound checks the final task
+	// list, TestCurrentAction the prompt and the ledger.
+	ignoreTasks = cmpopts.IgnoreFields(Action{}, "Tasks", "Prompt", "Ledger")
 )
 
 // testSpec is a minimal valid protocol: minimize val_bpb over ten rounds,
@@ -70,6 +71,7 @@ func newDriver(t *testing.T, mutate ...func(*v1alpha1.AutoResearchSpec)) *driver
 	for _, m := range mutate {
 		m(spec)
 	}
+	spec.Default()
 	return &driver{t: t, spec: spec, gen: 1, now: t0}
 }
 

@@ -6,21 +6,6 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
 
-// Finished returns the rounds that ended between two statuses, oldest first.
-func Finished(prev, cur *v1alpha1.AutoResearchStatus) []v1alpha1.RoundRecord {
-	var last int32 = -1
-	if n := len(prev.History); n > 0 {
-		last = prev.History[n-1].Round
-	}
-	var out []v1alpha1.RoundRecord
-	for _, rec := range cur.History {
-		if rec.Round > last {
-			out = append(out, rec)
-		}
-	}
-	return out
-}
-
 // Headline is the seed's progress line for a finished round, "Round
 // 3/10: val_bpb=0.99 — improved (committed abc1234)", or the baseline's
 // "Baseline: val_bpb=1.02 (unmodified code)".

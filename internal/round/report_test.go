@@ -3,8 +3,6 @@ package round
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
 
@@ -23,20 +21,5 @@ func TestHeadline(t *testing.T) {
 				t.Errorf("Headline = %q, want %q", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestFinished(t *testing.T) {
-	prev := &v1alpha1.AutoResearchStatus{History: []v1alpha1.RoundRecord{{Round: 0}, {Round: 1}}}
-	cur := &v1alpha1.AutoResearchStatus{History: []v1alpha1.RoundRecord{{Round: 1}, {Round: 2}, {Round: 3}}}
-	var got []int32
-	for _, r := range Finished(prev, cur) {
-		got = append(got, r.Round)
-	}
-	if diff := cmp.Diff([]int32{2, 3}, got); diff != "" {
-		t.Errorf("Finished (-want +got):\n%s", diff)
-	}
-	if n := len(Finished(&v1alpha1.AutoResearchStatus{}, prev)); n != 2 {
-		t.Errorf("from an empty history: %d rounds, want 2", n)
 	}
 }

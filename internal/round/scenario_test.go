@@ -2,11 +2,14 @@ package round
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
 // attempt scripts what one Researcher run of a round leads to.
@@ -31,15 +34,21 @@ type lab struct {
 	// dies: run returns without a result, as after a crash.
 	interrupt string
 
-	head     string
-	trace    []string
-	ledger   []v1alpha1.RoundRecord
+	// checkCurrent compares every waited-for action with CurrentAction.
+	checkCurrent bool
+
+	head  string
+	trace []string
+	// ledger holds the rows the steps wrote, by round, as experiences.md
+	// would: a step done again rewrites its row.
+	ledger   map[int32]steps.LedgerRound
+	reported []int32
 	warnings []string
 	finish   *Action
 }
 
 func newLab(d *driver, baseline []string, rounds map[int32][]attempt) *lab {
-	return &lab{d: d, baseline: baseline, rounds: rounds}
+	return &lab{d: d, baseline: baseline, rounds: rounds, ledger: map[int32]steps.LedgerRound{}}
 }
 
 // run feeds obs and performs actions until the engine waits for nothing or
@@ -48,7 +57,11 @@ func (l *lab) run(obs Observation) {
 	l.d.t.Helper()
 	for range 1000 {
 		var wait *Observation
-		for _, a := range l.d.next(obs) {
+		acts := l.d.next(obs)
+		if l.checkCurrent {
+			l.checkCurrentAction(acts)
+		}
+		for _, a := range acts {
 			o, interrupted := l.perform(a)
 			if interrupted {
 				return
@@ -81,6 +94,7 @@ func (l *lab) perform(a Action) (*Observation, bool) {
 		return ptr(workspaceReady()), false
 	case ActionRunResearcher:
 		// The Researcher starts from the round's base commit.
+		l.write(a)
 		l.head = a.BaseCommit
 		l.trace = append(l.trace, fmt.Sprintf("%s from %.7s", name, a.BaseCommit))
 		return ptr(researcherExit(a.Round, fmt.Sprintf("idea %d", a.Round), ProcessExit{ExitCode: at.researcherExit, Duration: researcherTime})), false
@@ -98,17 +112,19 @@ func (l *lab) perform(a Action) (*Observation, bool) {
 		}
 		return ptr(eval(a.Round, EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: value != "", Value: value})), false
 	case ActionCommit:
+		l.write(a)
 		l.head = commitOf(a.Round)
 		l.trace = append(l.trace, fmt.Sprintf("%s %.7s", name, l.head))
 		l.used(a.Round)
 		return ptr(committed(a.Round, l.head)), false
 	case ActionRollback:
+		l.write(a)
 		l.head = a.BaseCommit
 		l.trace = append(l.trace, fmt.Sprintf("%s to %.7s", name, a.BaseCommit))
 		l.used(a.Round)
 		return ptr(rolledBack(a.Round)), false
-	case ActionRecord:
-		l.ledger = append(l.ledger, *a.Record)
+	case ActionReportRound:
+		l.reported = append(l.reported, a.Round)
 	case ActionWarn:
 		l.warnings = append(l.warnings, a.Reason)
 		if a.Reason == v1alpha1.ReasonPlateau {
@@ -116,9 +132,46 @@ func (l *lab) perform(a Action) (*Observation, bool) {
 		}
 	case ActionFinish:
 		l.finish = &a
-		l.trace = append(l.trace, fmt.Sprintf("%s %s", name, a.LedgerStatus))
+		l.trace = append(l.trace, fmt.Sprintf("%s %s", name, a.Ledger.Status))
+		return &Observation{Kind: ObserveFinished, Round: a.Round, Commit: l.head}, false
 	}
 	return nil, false
+}
+
+// checkCurrentAction checks that the last action of a batch, when the
+// engine waits for it, is the one CurrentAction rebuilds.
+func (l *lab) checkCurrentAction(acts []Action) {
+	l.d.t.Helper()
+	cur, ok := CurrentAction(l.d.spec, &l.d.st)
+	var last *Action
+	if n := len(acts); n > 0 && waitsFor(acts[n-1].Type) {
+		last = &acts[n-1]
+	}
+	switch {
+	case last == nil && ok:
+		l.d.t.Errorf("the engine emitted nothing to wait for, but CurrentAction is %s", cur.Type)
+	case last != nil && !ok:
+		l.d.t.Errorf("the engine waits for %s, but CurrentAction has nothing", last.Type)
+	case last != nil:
+		if diff := cmp.Diff(*last, cur); diff != "" {
+			l.d.t.Errorf("emitted action and CurrentAction differ (-emitted +current):\n%s", diff)
+		}
+	}
+}
+
+func waitsFor(t ActionType) bool {
+	switch t {
+	case ActionReportRound, ActionWarn:
+		return false
+	}
+	return true
+}
+
+// write records the ledger row an action carries.
+func (l *lab) write(a Action) {
+	if a.Ledger != nil && a.Ledger.Round != nil {
+		l.ledger[a.Ledger.Round.Round] = *a.Ledger.Round
+	}
 }
 
 // attempt is the script of round n's current Researcher run.
@@ -136,11 +189,17 @@ func (l *lab) used(n int32) {
 	}
 }
 
-// rows summarises the ledger as "round verdict value".
+// rows summarises the ledger as "round verdict value", and checks that
+// every row was reported to the human too.
 func (l *lab) rows() []string {
+	l.d.t.Helper()
 	var out []string
-	for _, r := range l.ledger {
+	for _, n := range slices.Sorted(maps.Keys(l.ledger)) {
+		r := l.ledger[n]
 		out = append(out, fmt.Sprintf("R%d %s %s", r.Round, r.Verdict, r.Value))
+		if !slices.Contains(l.reported, n) {
+			l.d.t.Errorf("R%d is in the ledger but was never reported", n)
+		}
 	}
 	return out
 }
@@ -250,7 +309,7 @@ func TestScenarioMaximizeWithPlateauToMaxRounds(t *testing.T) {
 	if diff := cmp.Diff([]string{v1alpha1.ReasonPlateau}, l.warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	if l.finish == nil || l.finish.LedgerStatus != "completed" || l.finish.Reason != v1alpha1.ReasonMaxRoundsReached {
+	if l.finish == nil || l.finish.Ledger.Status != "completed" || l.finish.Reason != v1alpha1.ReasonMaxRoundsReached {
 		t.Fatalf("finish = %+v, want completed after max rounds", l.finish)
 	}
 	type final struct {

@@ -2,8 +2,43 @@ package round
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
+
+// taskSteps are the steps of the seed's S1–S6 task list, in its order.
+var taskSteps = []v1alpha1.Step{
+	v1alpha1.StepResearcher, v1alpha1.StepCompliance, v1alpha1.StepTrain,
+	v1alpha1.StepEval, v1alpha1.StepGit, v1alpha1.StepTermination,
+}
+
+// TaskIndex is the position of step's line in a round's task list, -1 for
+// a step that has none.
+func TaskIndex(step v1alpha1.Step) int { return slices.Index(taskSteps, step) }
+
+// Task is step's line of a task list, "" when the list has none.
+func Task(tasks []string, step v1alpha1.Step) string {
+	if i := TaskIndex(step); i >= 0 && i < len(tasks) {
+		return tasks[i]
+	}
+	return ""
+}
+
+// setTask sets the current round's line for step: "R3 S4: Eval — " and
+// the formatted outcome.
+func (e *engine) setTask(step v1alpha1.Step, format string, args ...any) {
+	cr := e.st.CurrentRound
+	if i := TaskIndex(step); i >= 0 && i < len(cr.Tasks) {
+		cr.Tasks[i] = taskPrefix(cr.Number, step) + fmt.Sprintf(format, args...)
+	}
+}
+
+// taskPrefix is "R3 S4: Eval — ".
+func taskPrefix(n int32, step v1alpha1.Step) string {
+	return fmt.Sprintf("R%d S%d: %s — ", n, TaskIndex(step)+1, step)
+}
 
 // roundTasks is the seed's S1–S6 task list for a new round, before results.
 func (e *engine) roundTasks(n int32) []string {
@@ -17,25 +52,34 @@ func (e *engine) roundTasks(n int32) []string {
 	if e.st.Best != nil {
 		best = e.st.Best.Value
 	}
-	return []string{
-		fmt.Sprintf("R%d S1: Researcher — improve %s on %s", n, s.Eval.Metric, variable),
-		fmt.Sprintf("R%d S2: Compliance — %s", n, compliance),
-		fmt.Sprintf("R%d S3: Train — %s (limit: %s)", n, s.Train.Command, s.Fixed.TimeLimit.Duration),
-		fmt.Sprintf("R%d S4: Eval — %s (current best: %s)", n, s.Eval.Command, best),
-		fmt.Sprintf("R%d S5: Git — awaiting result", n),
-		fmt.Sprintf("R%d S6: Termination — %d/%d", n, n, s.MaxRounds),
-	}
+	return tasks(n,
+		fmt.Sprintf("improve %s on %s", s.Eval.Metric, variable),
+		compliance,
+		fmt.Sprintf("%s (limit: %s)", s.Train.Command, s.Fixed.TimeLimit.Duration),
+		fmt.Sprintf("%s (current best: %s)", s.Eval.Command, best),
+		"awaiting result",
+		fmt.Sprintf("%d/%d", n, s.MaxRounds),
+	)
 }
 
 // baselineTasks is the task list of round 0, which measures the unmodified code.
 func (e *engine) baselineTasks() []string {
 	s := e.spec
-	return []string{
-		"R0 S1: Researcher — skipped: the baseline measures the unmodified code",
-		"R0 S2: Compliance — skipped: nothing changed",
-		fmt.Sprintf("R0 S3: Train — %s (limit: %s, %d run(s))", s.Train.Command, s.Fixed.TimeLimit.Duration, e.baselineRuns()),
-		fmt.Sprintf("R0 S4: Eval — %s", s.Eval.Command),
-		"R0 S5: Git — nothing to commit",
-		fmt.Sprintf("R0 S6: Termination — 0/%d", s.MaxRounds),
+	return tasks(0,
+		"skipped: the baseline measures the unmodified code",
+		"skipped: nothing changed",
+		fmt.Sprintf("%s (limit: %s, %d run(s))", s.Train.Command, s.Fixed.TimeLimit.Duration, e.baselineRuns()),
+		s.Eval.Command,
+		"nothing to commit",
+		fmt.Sprintf("0/%d", s.MaxRounds),
+	)
+}
+
+// tasks prefixes the outcome of each step in taskSteps' order.
+func tasks(n int32, outcomes ...string) []string {
+	out := make([]string, len(outcomes))
+	for i, o := range outcomes {
+		out[i] = taskPrefix(n, taskSteps[i]) + o
 	}
+	return out
 }

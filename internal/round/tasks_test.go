@@ -269,7 +269,7 @@ func TestRoundTasksOfFinishedRound(t *testing.T) {
 			d.start()
 			d.evaluate(tc.value)
 			out := apply(d, tc.obs)
-			if len(out.Actions) == 0 || out.Actions[0].Type != ActionRecord {
+			if len(out.Actions) == 0 || out.Actions[0].Type != ActionReportRound {
 				t.Fatalf("actions = %+v, want a Record first", out.Actions)
 			}
 			if diff := cmp.Diff(tc.want, out.Actions[0].Tasks); diff != "" {
@@ -307,7 +307,7 @@ func TestRoundTasksOfBaselineRecord(t *testing.T) {
 				d.next(trained(0))
 				acts = d.next(evaluated(0, "0.98"))
 			}
-			if len(acts) == 0 || acts[0].Type != ActionRecord || acts[0].Round != 0 {
+			if len(acts) == 0 || acts[0].Type != ActionReportRound || acts[0].Round != 0 {
 				t.Fatalf("actions = %+v, want the baseline's Record first", acts)
 			}
 			if diff := cmp.Diff(tc.want, acts[0].Tasks); diff != "" {

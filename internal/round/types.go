@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
 // ActionType names what an adapter must do.
@@ -31,18 +33,21 @@ const (
 	ActionCommit ActionType = "Commit"
 	// ActionRollback restores BaseCommit, keeping the ledger.
 	ActionRollback ActionType = "Rollback"
-	// ActionRecord writes Record as the round's ledger row (experiences.md
-	// and results.tsv) with the header taken from the new status.
-	ActionRecord ActionType = "Record"
+	// ActionReportRound tells the human that a round has its final record;
+	// the ledger row was written by the step that carried it.
+	ActionReportRound ActionType = "ReportRound"
 	// ActionWarn tells the human something that does not stop the loop.
 	ActionWarn ActionType = "Warn"
-	// ActionFinish marks the ledger with the final status and commits it.
+	// ActionFinish writes the ledger's final header and commits the ledger.
+	// It is repeated until ObserveFinished reports the ledger commit.
 	ActionFinish ActionType = "Finish"
 )
 
 // Action is one thing for an adapter to do. Actions whose result the engine
 // waits for (workspace, researcher, compliance, train, eval, commit,
-// rollback) come last in a batch; the others are done in order before.
+// rollback, finish) come last in a batch; the others are done in order
+// before. CurrentAction rebuilds the waited-for action from the status, so
+// an adapter that lost it (a restart, a failed create) never guesses.
 type Action struct {
 	Type      ActionType
 	Round     int32
@@ -51,21 +56,24 @@ type Action struct {
 	Sample int32
 	// BaseCommit is the commit the round started from.
 	BaseCommit string
-	// Guidance holds every note the Researcher must see.
-	Guidance []string
+	// Prompt is what the Researcher's prompt is made from; set on
+	// RunResearcher.
+	Prompt *prompt.Data
+	// Ledger is what the step writes to experiences.md and results.tsv: on
+	// Commit and Rollback the round's row with the header as it stands after
+	// the round, on Finish the final header, and on the first round's
+	// RunResearcher the baseline's row, which no git step of its own writes.
+	Ledger *steps.LedgerUpdate
 	// Message is the commit message, warning or final report line.
 	Message string
 	// Reason is a CamelCase reason for events.
 	Reason string
-	// Record is the round's ledger entry.
+	// Record is the finished round's entry; set on ReportRound.
 	Record *v1alpha1.RoundRecord
 	// Tasks is the finished round's S1–S6 task list, with the Git and
 	// Termination outcomes that the status no longer holds once the next
-	// round starts; set on Record.
+	// round starts; set on ReportRound.
 	Tasks []string
-	// LedgerStatus is the experiences.md status for Finish:
-	// completed or target_reached.
-	LedgerStatus string
 }
 
 // ObservationKind names what an adapter saw.
@@ -86,6 +94,8 @@ const (
 	ObserveEvalFinished       ObservationKind = "EvalFinished"
 	ObserveCommitted          ObservationKind = "Committed"
 	ObserveRolledBack         ObservationKind = "RolledBack"
+	// ObserveFinished reports the commit holding the final ledger.
+	ObserveFinished ObservationKind = "Finished"
 )
 
 // Observation is the result of the action the engine waits for.
@@ -99,7 +109,8 @@ type Observation struct {
 	Compliance *ComplianceResult
 	Train      *TrainResult
 	Eval       *EvalResult
-	// Commit is the commit an ActionCommit made.
+	// Commit is the commit an ActionCommit made, or the ledger commit an
+	// ActionFinish made.
 	Commit string
 	// Error explains a failed workspace preparation.
 	Error string

@@ -28,8 +28,6 @@ const (
 	stateFile  = "state.json"
 	notesFile  = "notes.txt"
 	resultFile = "researcher-result.json"
-	// recentRounds is how many rounds of the ledger the prompt shows, as in the seed.
-	recentRounds = 5
 	// DefaultGrace is the buffer past the time limit before a process is
 	// stopped (the seed's time_limit + 30 s), and again before it is killed.
 	DefaultGrace = 30 * time.Second
@@ -60,8 +58,6 @@ type Local struct {
 	status v1alpha1.AutoResearchStatus
 	ws     *workspace.Workspace
 	out    *reporter
-	// memoryGB is the last training run's peak memory, for results.tsv.
-	memoryGB string
 }
 
 // Run runs the experiment until it finishes, fails, is suspended or is
@@ -218,16 +214,25 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 		Phase:     v1alpha1.PhaseRunning,
 		Workspace: &v1alpha1.WorkspaceStatus{Path: ws.Root, Branch: ws.Branch, StartCommit: start, FixedFileHashes: fileHashes(hashes)},
 	}
+	var rounds []v1alpha1.RoundRecord
 	for _, row := range ledger.Rows {
 		value := resultValue(row.Result)
+		rec := v1alpha1.RoundRecord{
+			Round: int32(row.Round), Strategy: row.Strategy, Compliance: row.Compliance, Value: value,
+			Verdict: v1alpha1.Verdict(row.Verdict), Insight: row.Insight, Note: row.Note,
+		}
 		switch {
 		case row.Round == 0 && value != "":
 			st.Baseline = &v1alpha1.BaselineResult{Value: value}
+			st.History = append(st.History, rec)
 		case row.Round > 0 && row.Verdict != "":
 			st.CompletedRounds = int32(row.Round)
-			st.LastVerdict = v1alpha1.Verdict(row.Verdict)
+			st.LastVerdict = rec.Verdict
+			rounds = append(rounds, rec)
 		}
 	}
+	// The prompts of the rounds to come show these, as the history would.
+	st.History = append(st.History, rounds[max(0, len(rounds)-int(l.spec.HistoryLimit)):]...)
 	if st.Baseline == nil {
 		// No baseline yet: measure it again.
 		l.status = v1alpha1.AutoResearchStatus{}
@@ -277,20 +282,16 @@ func (l *Local) perform(ctx context.Context, a round.Action) (*round.Observation
 		return l.runTrain(ctx, a)
 	case round.ActionRunEval:
 		return l.runEval(ctx, a)
-	case round.ActionCommit:
-		return l.commit(ctx, a)
-	case round.ActionRollback:
-		if err := l.ws.Rollback(ctx, a.BaseCommit); err != nil {
-			return nil, err
-		}
-		return &round.Observation{Kind: round.ObserveRolledBack, Round: a.Round}, nil
-	case round.ActionRecord:
-		return nil, l.record(ctx, a)
+	case round.ActionCommit, round.ActionRollback:
+		return l.gitStep(ctx, a)
+	case round.ActionReportRound:
+		// The progress report already printed the round.
+		return nil, nil
 	case round.ActionWarn:
 		l.out.warn(a.Message)
 		return nil, nil
 	case round.ActionFinish:
-		return nil, l.finish(ctx, a)
+		return l.finish(ctx, a)
 	}
 	return nil, fmt.Errorf("unknown action %q", a.Type)
 }
@@ -318,30 +319,10 @@ func (l *Local) roundDir(n int32) string {
 
 func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Observation, error) {
 	// Every round starts from its base commit, whatever an interrupted run left.
-	if err := supervisor.PrepareRound(ctx, l.ws, a.Round, a.BaseCommit, l.ws.StateDir()); err != nil {
+	if err := supervisor.PrepareRound(ctx, l.ws, a.Round, a.BaseCommit, l.ws.StateDir(), a.Ledger); err != nil {
 		return nil, err
 	}
-	ledger, err := workspace.ReadLedger(l.ws.ExperiencesPath())
-	if err != nil {
-		return nil, err
-	}
-	text, err := prompt.Render(prompt.Data{
-		Metric:           l.spec.Eval.Metric,
-		Direction:        string(l.spec.Eval.Direction),
-		Round:            a.Round,
-		MaxRounds:        max(l.spec.MaxRounds, a.Round),
-		ResearchQuestion: l.spec.ResearchQuestion,
-		FixedFiles:       l.spec.Fixed.Files,
-		VariableFiles:    l.spec.Variable.Files,
-		VariableRange:    l.spec.Variable.Range,
-		TimeLimit:        l.spec.Fixed.TimeLimit.Duration.String(),
-		EpochLimit:       l.spec.Fixed.EpochLimit,
-		ProfileCommand:   profileCommand(l.spec),
-		RecentRounds:     recentRounds,
-		Experiences:      ledger.Snippet(recentRounds),
-		ExperiencesPath:  "experiences.md",
-		Guidance:         a.Guidance,
-	})
+	text, err := prompt.Render(*a.Prompt)
 	if err != nil {
 		return nil, err
 	}
@@ -421,7 +402,6 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 		return nil, err
 	}
 	res := supervisor.ReadTrainLog(string(log))
-	l.memoryGB = res.MemoryGB
 	return &round.Observation{Kind: round.ObserveTrainFinished, Round: a.Round, Train: &round.TrainResult{
 		Exit: exit, Divergence: res.Divergence, FinalLoss: res.FinalLoss, MemoryGB: res.MemoryGB,
 	}}, nil
@@ -460,27 +440,27 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	return obs, nil
 }
 
-func (l *Local) commit(ctx context.Context, a round.Action) (*round.Observation, error) {
-	commit, err := supervisor.Commit(ctx, l.ws, a.BaseCommit, a.Message)
+// gitStep commits or rolls back the round and writes its ledger row.
+func (l *Local) gitStep(ctx context.Context, a round.Action) (*round.Observation, error) {
+	action, kind := steps.GitRollback, round.ObserveRolledBack
+	if a.Type == round.ActionCommit {
+		action, kind = steps.GitCommit, round.ObserveCommitted
+	}
+	commit, err := supervisor.GitStep(ctx, l.ws, action, a.BaseCommit, a.Message, *a.Ledger)
 	if err != nil {
 		return nil, err
 	}
-	return &round.Observation{Kind: round.ObserveCommitted, Round: a.Round, Commit: commit}, nil
+	return &round.Observation{Kind: kind, Round: a.Round, Commit: commit}, nil
 }
 
-// record writes the round's row to experiences.md and results.tsv, with the
-// header taken from the status after the round.
-func (l *Local) record(ctx context.Context, a round.Action) error {
-	return supervisor.Record(ctx, l.ws, steps.NewLedgerUpdate(&l.spec, &l.status, "running", a.Record, l.memoryGB))
-}
-
-func (l *Local) finish(ctx context.Context, a round.Action) error {
-	ledger, err := supervisor.Finish(ctx, l.ws, steps.NewLedgerUpdate(&l.spec, &l.status, a.LedgerStatus, nil, ""))
+// finish writes the final ledger, commits it and prints the final report.
+func (l *Local) finish(ctx context.Context, a round.Action) (*round.Observation, error) {
+	ledger, commit, err := supervisor.Finish(ctx, l.ws, *a.Ledger)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l.out.final(l, a, ledger)
-	return nil
+	return &round.Observation{Kind: round.ObserveFinished, Round: a.Round, Commit: commit}, nil
 }
 
 // baseEnv is what every user process gets besides the runner's environment:
@@ -501,14 +481,6 @@ func (l *Local) live() io.Writer {
 	return nil
 }
 
-// researcherReport is what a Researcher may write to
-// $AUTORESEARCH_RESULT_FILE about its own consumption.
-type researcherReport struct {
-	InputTokens  int64  `json:"inputTokens"`
-	OutputTokens int64  `json:"outputTokens"`
-	Cost         string `json:"cost"`
-}
-
 func readUsage(path string) (v1alpha1.Usage, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -517,18 +489,11 @@ func readUsage(path string) (v1alpha1.Usage, error) {
 	if err != nil {
 		return v1alpha1.Usage{}, err
 	}
-	var r researcherReport
+	var r steps.ResearcherReport
 	if err := json.Unmarshal(data, &r); err != nil {
 		return v1alpha1.Usage{}, fmt.Errorf("ignoring the Researcher's result file %s: %w", path, err)
 	}
-	return v1alpha1.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Cost: r.Cost}, nil
-}
-
-func profileCommand(s v1alpha1.AutoResearchSpec) string {
-	if s.Profile == nil {
-		return ""
-	}
-	return s.Profile.Command
+	return r.Usage(), nil
 }
 
 func envVars(vars []corev1.EnvVar) []string {

@@ -39,19 +39,20 @@ func (r *reporter) start(l *Local) {
 	r.printf("Worktree: %s (branch autoresearch/%s)\n", l.x.Worktree, l.x.Object.Name)
 }
 
-// progress prints what changed between two statuses, with the final task
-// lines that the actions carry for the rounds that just ended.
+// progress prints what changed between two statuses, and the rounds that
+// the actions report finished with their final task lines.
 func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus, actions []round.Action) {
 	if prev.Workspace == nil && cur.Workspace != nil {
 		r.printf("Workspace ready at %s, starting from %s.\n", cur.Workspace.Path, shortHash(cur.Workspace.StartCommit))
 	}
-	for _, rec := range round.Finished(&prev, &cur) {
-		for _, a := range actions {
-			if a.Type == round.ActionRecord && a.Round == rec.Round && rec.Round > 0 && len(a.Tasks) == 6 {
-				r.printf("    %s\n    %s\n", a.Tasks[4], a.Tasks[5])
-			}
+	for _, a := range actions {
+		if a.Type != round.ActionReportRound {
+			continue
 		}
-		r.roundReport(l, rec, cur)
+		if a.Round > 0 {
+			r.printf("    %s\n    %s\n", round.Task(a.Tasks, v1alpha1.StepGit), round.Task(a.Tasks, v1alpha1.StepTermination))
+		}
+		r.roundReport(l, *a.Record, cur)
 	}
 	c := cur.CurrentRound
 	if c == nil {
@@ -69,7 +70,7 @@ func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus, act
 		}
 		p = &v1alpha1.RoundStatus{Tasks: make([]string, len(c.Tasks))}
 	}
-	current := stepIndex(c.Step)
+	current := round.TaskIndex(c.Step)
 	for i, t := range c.Tasks {
 		if i < len(p.Tasks) && p.Tasks[i] == t && !(i == current && p.Step != c.Step) {
 			continue
@@ -149,13 +150,6 @@ func verdictSummary(counts map[v1alpha1.Verdict]int32) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-func stepIndex(s v1alpha1.Step) int {
-	return slices.Index([]v1alpha1.Step{
-		v1alpha1.StepResearcher, v1alpha1.StepCompliance, v1alpha1.StepTrain,
-		v1alpha1.StepEval, v1alpha1.StepGit, v1alpha1.StepTermination,
-	}, s)
 }
 
 // improvement is the change from the baseline to the best, with its share.

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
 
 // Paths inside every pod that mounts the workspace volume.
@@ -141,6 +143,22 @@ func Decode(message string, v any) error {
 		return fmt.Errorf("malformed result in the termination message: %w", err)
 	}
 	return nil
+}
+
+// ResearcherReport is what a Researcher may write to
+// $AUTORESEARCH_RESULT_FILE about its own consumption; on a cluster that
+// file is its container's termination message. Every field is optional.
+type ResearcherReport struct {
+	InputTokens  int64  `json:"inputTokens,omitempty"`
+	OutputTokens int64  `json:"outputTokens,omitempty"`
+	Cost         string `json:"cost,omitempty"`
+	// Error is why a failed Researcher gave up.
+	Error string `json:"error,omitempty"`
+}
+
+// Usage is the report's consumption as the API counts it.
+func (r ResearcherReport) Usage() v1alpha1.Usage {
+	return v1alpha1.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Cost: r.Cost}
 }
 
 // LedgerUpdate is one round's row for experiences.md and results.tsv, with

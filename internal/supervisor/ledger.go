@@ -10,18 +10,34 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
-// Commit commits the round's candidate, which started at base, with
-// message, and returns the commit HEAD is on. A commit made before an
-// interruption (HEAD has moved past base) is not made twice.
-func Commit(ctx context.Context, ws *workspace.Workspace, base, message string) (string, error) {
-	head, err := ws.Head(ctx)
+// GitStep ends a round: it commits the candidate, which started at base,
+// with message (action steps.GitCommit) or rolls the worktree back to base
+// keeping the ledger (steps.GitRollback), then records the round's ledger
+// row. Both are safe to repeat: a commit made before an interruption (HEAD
+// has moved past base) is not made twice. It returns the commit HEAD is on.
+func GitStep(ctx context.Context, ws *workspace.Workspace, action, base, message string, ledger steps.LedgerUpdate) (string, error) {
+	commit, err := gitStep(ctx, ws, action, base, message)
 	if err != nil {
 		return "", err
 	}
-	if head != base {
-		return head, nil
+	return commit, Record(ctx, ws, ledger)
+}
+
+func gitStep(ctx context.Context, ws *workspace.Workspace, action, base, message string) (string, error) {
+	switch action {
+	case steps.GitCommit:
+		head, err := ws.Head(ctx)
+		if err != nil || head != base {
+			return head, err
+		}
+		return ws.Commit(ctx, message)
+	case steps.GitRollback:
+		if err := ws.Rollback(ctx, base); err != nil {
+			return "", err
+		}
+		return ws.Head(ctx)
 	}
-	return ws.Commit(ctx, message)
+	return "", fmt.Errorf("unknown git step %q", action)
 }
 
 // Record writes the ledger header of u to experiences.md and, when u has a
@@ -34,15 +50,18 @@ func Record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) 
 	return err
 }
 
-// Finish records u, which carries the final status, and commits the ledger.
-// It returns the ledger as committed.
-func Finish(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) (workspace.Ledger, error) {
+// Finish records u, which carries the final status, and commits the
+// ledger. It returns the ledger as committed and the commit HEAD is on.
+func Finish(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) (workspace.Ledger, string, error) {
 	ledger, err := record(ctx, ws, u)
 	if err != nil {
-		return ledger, err
+		return ledger, "", err
 	}
-	_, err = ws.CommitLedger(ctx, fmt.Sprintf("autoresearch: ledger after round %d (%s)", u.Rounds, u.Status))
-	return ledger, err
+	if _, err := ws.CommitLedger(ctx, fmt.Sprintf("autoresearch: ledger after round %d (%s)", u.Rounds, u.Status)); err != nil {
+		return ledger, "", err
+	}
+	head, err := ws.Head(ctx)
+	return ledger, head, err
 }
 
 func record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) (workspace.Ledger, error) {
@@ -65,14 +84,7 @@ func record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) 
 			recorded = true
 		}
 	}
-	result := "—"
-	if r.Value != "" {
-		result = u.Metric + "=" + r.Value
-	}
-	ledger.Upsert(workspace.LedgerRow{
-		Round: int(r.Round), Compliance: r.Compliance, Result: result, Verdict: r.Verdict,
-		Strategy: r.Strategy, Insight: r.Insight, Note: r.Note,
-	})
+	ledger.Upsert(workspace.NewLedgerRow(u.Metric, *r))
 	if err := workspace.WriteLedger(ws.ExperiencesPath(), ledger); err != nil || recorded {
 		return ledger, err
 	}

@@ -95,18 +95,20 @@ func TestRecordWithoutARoundWritesTheHeader(t *testing.T) {
 	}
 }
 
-func TestCommitIsNotMadeTwice(t *testing.T) {
+func TestGitStepIsNotMadeTwice(t *testing.T) {
 	ctx := context.Background()
 	ws, res := newWorkspace(t)
 	writeFiles(t, ws.Dir, map[string]string{"train.sh": "#!/bin/sh\nSCORE=20\n"})
-	first, err := Commit(ctx, ws, res.StartCommit, "round 1")
+	u := steps.LedgerUpdate{Metric: "score", Rounds: 1, MaxRounds: 2, Status: "running", Round: &steps.LedgerRound{Round: 1, Value: "20", Verdict: "improved"}}
+	first, err := GitStep(ctx, ws, steps.GitCommit, res.StartCommit, "round 1", u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first == res.StartCommit {
 		t.Fatal("no commit was made")
 	}
-	again, err := Commit(ctx, ws, res.StartCommit, "round 1")
+	results := readFile(t, ws.ResultsPath())
+	again, err := GitStep(ctx, ws, steps.GitCommit, res.StartCommit, "round 1", u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +118,16 @@ func TestCommitIsNotMadeTwice(t *testing.T) {
 	if n := git(t, ws.Root, "rev-list", "--count", res.StartCommit+"..HEAD"); n != "1" {
 		t.Errorf("%s commits after the start, want 1", n)
 	}
+	if got := readFile(t, ws.ResultsPath()); got != results || !strings.Contains(got, "\tkeep\t") {
+		t.Errorf("results.tsv after the repeated step:\n%s\nwant the round's one keep line:\n%s", got, results)
+	}
 }
 
 func TestFinishCommitsTheLedger(t *testing.T) {
 	ctx := context.Background()
 	ws, _ := newWorkspace(t)
 	u := steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 2, MaxRounds: 2, Status: "completed"}
-	ledger, err := Finish(ctx, ws, u)
+	ledger, _, err := Finish(ctx, ws, u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +141,7 @@ func TestFinishCommitsTheLedger(t *testing.T) {
 		t.Errorf("uncommitted changes after Finish:\n%s", status)
 	}
 	head := git(t, ws.Root, "rev-parse", "HEAD")
-	if _, err := Finish(ctx, ws, u); err != nil {
+	if _, _, err := Finish(ctx, ws, u); err != nil {
 		t.Fatal(err)
 	}
 	if again := git(t, ws.Root, "rev-parse", "HEAD"); again != head {

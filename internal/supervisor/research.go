@@ -17,13 +17,13 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
-// Files of a round's ledger backup, in stateDir/round-<N>/ledger-backup.
+// Files of a round's ledger backup, in stateDir/round-<N>/ledger-backup,
+// besides copies of workspace.ExperiencesFile and workspace.ResultsFile.
 const (
-	experiencesFile = "experiences.md"
-	resultsFile     = "results.tsv"
 	// baseFile names the commit the backup was taken at; it is written last,
 	// so that a backup without it is incomplete and not used.
 	baseFile = "base"
@@ -32,12 +32,18 @@ const (
 	strategyFile = "strategy"
 )
 
-// PrepareRound puts the worktree back on base for the Researcher of round,
-// whatever an earlier attempt left, and keeps a backup of the ledger in
-// stateDir for FinishResearch. A round that starts again at the same base
-// gets the ledger of its first attempt back, so that what a failed
-// Researcher wrote into it does not survive into the retry.
-func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, base, stateDir string) error {
+// PrepareRound records ledger first when it is not nil (the baseline's row,
+// which no git step writes), puts the worktree back on base for the
+// Researcher of round, whatever an earlier attempt left, and keeps a backup
+// of the ledger in stateDir for FinishResearch. A round that starts again at
+// the same base gets the ledger of its first attempt back, so that what a
+// failed Researcher wrote into it does not survive into the retry.
+func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, base, stateDir string, ledger *steps.LedgerUpdate) error {
+	if ledger != nil {
+		if err := Record(ctx, ws, *ledger); err != nil {
+			return err
+		}
+	}
 	if err := ws.Rollback(ctx, base); err != nil {
 		return err
 	}
@@ -81,7 +87,7 @@ func backupDir(stateDir string, round int32) string {
 }
 
 func ledgerFiles(ws *workspace.Workspace) map[string]string {
-	return map[string]string{experiencesFile: ws.ExperiencesPath(), resultsFile: ws.ResultsPath()}
+	return map[string]string{workspace.ExperiencesFile: ws.ExperiencesPath(), workspace.ResultsFile: ws.ResultsPath()}
 }
 
 func backUpLedger(ws *workspace.Workspace, dir, base string) error {

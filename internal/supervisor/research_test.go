@@ -22,7 +22,7 @@ func TestFinishResearchTakesTheStrategyAndRestoresTheLedger(t *testing.T) {
 	ws, res := newWorkspace(t)
 	state := t.TempDir()
 	experiences, results := readFile(t, ws.ExperiencesPath()), readFile(t, ws.ResultsPath())
-	if err := PrepareRound(ctx, ws, 1, res.StartCommit, state); err != nil {
+	if err := PrepareRound(ctx, ws, 1, res.StartCommit, state, nil); err != nil {
 		t.Fatal(err)
 	}
 	researcher(t, ws.Dir, "double SCORE")
@@ -52,7 +52,7 @@ func TestPrepareRoundAgainUndoesTheFailedAttempt(t *testing.T) {
 	ws, res := newWorkspace(t)
 	state := t.TempDir()
 	experiences := readFile(t, ws.ExperiencesPath())
-	if err := PrepareRound(ctx, ws, 1, res.StartCommit, state); err != nil {
+	if err := PrepareRound(ctx, ws, 1, res.StartCommit, state, nil); err != nil {
 		t.Fatal(err)
 	}
 	researcher(t, ws.Dir, "first attempt")
@@ -61,7 +61,7 @@ func TestPrepareRoundAgainUndoesTheFailedAttempt(t *testing.T) {
 	}
 	// The round restarts after an interruption, and its Researcher runs again.
 	researcher(t, ws.Dir, "stray edit")
-	if err := PrepareRound(ctx, ws, 1, res.StartCommit, state); err != nil {
+	if err := PrepareRound(ctx, ws, 1, res.StartCommit, state, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, ws.ExperiencesPath()); got != experiences {
@@ -84,7 +84,7 @@ func TestPrepareRoundAtAnotherBaseTakesANewBackup(t *testing.T) {
 	ctx := context.Background()
 	ws, res := newWorkspace(t)
 	state := t.TempDir()
-	if err := PrepareRound(ctx, ws, 1, res.StartCommit, state); err != nil {
+	if err := PrepareRound(ctx, ws, 1, res.StartCommit, state, nil); err != nil {
 		t.Fatal(err)
 	}
 	writeFiles(t, ws.Dir, map[string]string{"train.sh": "#!/bin/sh\nSCORE=30\n"})
@@ -95,7 +95,7 @@ func TestPrepareRoundAtAnotherBaseTakesANewBackup(t *testing.T) {
 	appendFile(t, ws.ResultsPath(), "1234567\t30\t0.0\tkeep\tsupervisor's row\n")
 	results := readFile(t, ws.ResultsPath())
 
-	if err := PrepareRound(ctx, ws, 1, base, state); err != nil {
+	if err := PrepareRound(ctx, ws, 1, base, state, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := FinishResearch(ws, 1, state); err != nil {

@@ -240,7 +240,7 @@ func supervisorOwned(s side) bool {
 	if !s.inside {
 		return false
 	}
-	return s.rel == experiencesFile || s.rel == resultsFile ||
+	return s.rel == ExperiencesFile || s.rel == ResultsFile ||
 		s.rel == stateDirName || strings.HasPrefix(s.rel, stateDirName+"/")
 }
 

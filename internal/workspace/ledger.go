@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
 // Ledger is experiences.md: the experiment's summary and one row per round.
@@ -36,6 +38,19 @@ type LedgerRow struct {
 	Strategy   string
 	Insight    string
 	Note       string
+}
+
+// NewLedgerRow is a round's row as the supervisor writes it: its result
+// cell is "metric=value", or "—" for a round without a value.
+func NewLedgerRow(metric string, r steps.LedgerRound) LedgerRow {
+	result := "—"
+	if r.Value != "" {
+		result = metric + "=" + r.Value
+	}
+	return LedgerRow{
+		Round: int(r.Round), Compliance: r.Compliance, Result: result, Verdict: r.Verdict,
+		Strategy: r.Strategy, Insight: r.Insight, Note: r.Note,
+	}
 }
 
 const statusNotStarted = "not_started"

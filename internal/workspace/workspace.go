@@ -26,10 +26,13 @@ const (
 	// BranchPrefix starts the name of every experiment branch.
 	BranchPrefix = "autoresearch/"
 
-	experiencesFile = "experiences.md"
-	resultsFile     = "results.tsv"
-	stateDirName    = ".autoresearch"
-	gitignoreFile   = ".gitignore"
+	// ExperiencesFile is the experience log, experiences.md, in the
+	// experiment directory; ResultsFile is karpathy's results.tsv beside it.
+	ExperiencesFile = "experiences.md"
+	ResultsFile     = "results.tsv"
+
+	stateDirName  = ".autoresearch"
+	gitignoreFile = ".gitignore"
 )
 
 // Workspace is an experiment's git worktree.
@@ -175,10 +178,10 @@ func newWorkspace(root, sub, branch string) *Workspace {
 }
 
 // ExperiencesPath is the path of experiences.md.
-func (w *Workspace) ExperiencesPath() string { return filepath.Join(w.Dir, experiencesFile) }
+func (w *Workspace) ExperiencesPath() string { return filepath.Join(w.Dir, ExperiencesFile) }
 
 // ResultsPath is the path of results.tsv.
-func (w *Workspace) ResultsPath() string { return filepath.Join(w.Dir, resultsFile) }
+func (w *Workspace) ResultsPath() string { return filepath.Join(w.Dir, ResultsFile) }
 
 // StateDir is the supervisor's git-ignored scratch directory for logs and state.
 func (w *Workspace) StateDir() string { return filepath.Join(w.Dir, stateDirName) }
@@ -191,7 +194,7 @@ func (w *Workspace) name() string { return strings.TrimPrefix(w.Branch, BranchPr
 func (w *Workspace) repoPath(rel string) string { return path.Join(w.Subdir, rel) }
 
 func (w *Workspace) ledgerRepoPaths() []string {
-	return []string{w.repoPath(experiencesFile), w.repoPath(resultsFile)}
+	return []string{w.repoPath(ExperiencesFile), w.repoPath(ResultsFile)}
 }
 
 // Init prepares a fresh worktree: the experiment directory's .gitignore

@@ -1,0 +1,90 @@
+package round
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
+)
+
+// maxMessageLength is the API's limit on status.message.
+const maxMessageLength = 2048
+
+// significant formats a difference of two metric values to six significant
+// digits, dropping the floating-point residue of the subtraction.
+func significant(v float64) string { return roundedTo(v, 6) }
+
+// decimal formats a sum or mean of decimal strings to 15 significant digits,
+// which every such string of up to 15 digits survives unchanged, so that
+// 0.1 + 0.2 reads 0.3 rather than 0.30000000000000004.
+func decimal(v float64) string { return roundedTo(v, 15) }
+
+func roundedTo(v float64, digits int) string {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', digits, 64), 64)
+	return metric.Format(r)
+}
+
+// parseOr is the decimal s, or def when s is empty or not a number.
+func parseOr(s string, def float64) float64 {
+	if s == "" {
+		return def
+	}
+	v, err := metric.ParseDecimal(s)
+	if err != nil {
+		return def
+	}
+	return v
+}
+
+func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+func addDuration(old *metav1.Duration, d time.Duration) *metav1.Duration {
+	if old == nil {
+		return duration(d)
+	}
+	return duration(old.Duration + d)
+}
+
+// tail is ": " and the last line of a process's output, for an insight.
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	return ": " + truncate(strings.TrimSpace(lines[len(lines)-1]), 300)
+}
+
+func joinInsight(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+func short(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+	return commit
+}

@@ -1,0 +1,49 @@
+package round
+
+import (
+	"fmt"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+// Suspension and recovery: a suspended loop starts no new step, and a loop
+// resumed after an interruption redoes what did not survive it.
+
+// startStep starts the current round's pending step unless the loop is
+// suspended, in which case it stays pending.
+func (e *engine) startStep() {
+	cr := e.st.CurrentRound
+	if e.spec.Suspend {
+		e.st.Phase = v1alpha1.PhaseSuspended
+		e.st.Message = fmt.Sprintf("suspended before R%d %s", cr.Number, cr.Step)
+		return
+	}
+	if e.st.Phase == v1alpha1.PhaseSuspended {
+		e.st.Message = fmt.Sprintf("resumed at R%d %s", cr.Number, cr.Step)
+	}
+	e.st.Phase = e.activePhase()
+	cr.StepState = v1alpha1.StepRunning
+	cr.StepStartTime = e.now.DeepCopy()
+	e.emitCurrent()
+}
+
+// restartInterrupted applies the seed's interruption recovery: a round
+// without a verdict is rolled back and restarted; a baseline run is
+// repeated; a git step with a verdict is redone.
+func (e *engine) restartInterrupted(cr *v1alpha1.RoundStatus) {
+	if cr.Step == v1alpha1.StepGit {
+		cr.StepState = v1alpha1.StepPending
+		return
+	}
+	if cr.Number == 0 {
+		cr.Step = v1alpha1.StepTrain
+		cr.StepState = v1alpha1.StepPending
+		return
+	}
+	e.st.Message = fmt.Sprintf("round %d was interrupted before its verdict; rolled back and restarted", cr.Number)
+	e.emit(Action{Type: ActionWarn, Round: cr.Number, Reason: v1alpha1.ReasonRoundRestarted, Message: e.st.Message})
+	cr.Step = v1alpha1.StepResearcher
+	cr.StepState = v1alpha1.StepPending
+	cr.Candidates = []v1alpha1.CandidateStatus{{Index: 0}}
+	cr.Tasks = e.roundTasks(cr.Number)
+}

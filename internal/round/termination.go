@@ -1,0 +1,100 @@
+package round
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+// The seed's termination rules: the loop ends only when the target is
+// reached or maxRounds rounds are done; a plateau only warns.
+
+func (e *engine) terminationReason() string { return terminationReason(e.spec, &e.st) }
+
+func terminationReason(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) string {
+	if targetReached(spec, st) {
+		return v1alpha1.ReasonTargetReached
+	}
+	if st.CompletedRounds >= spec.MaxRounds {
+		return v1alpha1.ReasonMaxRoundsReached
+	}
+	return ""
+}
+
+// finish ends the loop and asks for the final ledger.
+func (e *engine) finish(reason string) {
+	e.st.Phase = v1alpha1.PhaseSucceeded
+	e.st.CurrentRound = nil
+	e.st.LedgerCommit = ""
+	msg := fmt.Sprintf("done: %d/%d rounds", e.st.CompletedRounds, e.spec.MaxRounds)
+	if reason == v1alpha1.ReasonTargetReached {
+		msg = fmt.Sprintf("done: target %s reached in round %d", *e.spec.Target, e.st.Best.Round)
+	}
+	if e.st.Best != nil {
+		msg += fmt.Sprintf("; best %s=%s (R%d)", e.spec.Eval.Metric, e.st.Best.Value, e.st.Best.Round)
+	}
+	e.st.Message = msg
+	e.setCondition(v1alpha1.ConditionSucceeded, metav1.ConditionTrue, reason, msg)
+	e.emitCurrent()
+}
+
+// tickFinished continues a finished loop whose maxRounds was raised, and
+// otherwise repeats the final ledger step until its commit is known.
+func (e *engine) tickFinished() {
+	if e.terminationReason() == "" {
+		e.st.Message = fmt.Sprintf("continuing: maxRounds is now %d", e.spec.MaxRounds)
+		e.nextRound()
+		return
+	}
+	e.emitCurrent()
+}
+
+// finished records the commit that holds the final ledger.
+func (e *engine) finished(obs Observation) {
+	if a, ok := CurrentAction(e.spec, &e.st); ok && a.Type == ActionFinish && a.Round == obs.Round {
+		e.st.LedgerCommit = obs.Commit
+	}
+}
+
+func (e *engine) fail(reason, msg string) {
+	e.st.Phase = v1alpha1.PhaseFailed
+	// The message quotes process output; the API caps status.message.
+	e.st.Message = truncate(msg, maxMessageLength)
+	e.setCondition(v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg)
+}
+
+// plateauWarning warns every spec.plateauRounds rounds without improvement.
+func (e *engine) plateauWarning() {
+	n := e.spec.PlateauRounds
+	k := e.st.ConsecutiveNonImprovements
+	if k == 0 || k%n != 0 {
+		return
+	}
+	counts := map[v1alpha1.Verdict]int{}
+	var order []v1alpha1.Verdict
+	h := e.st.History
+	for i := max(0, len(h)-int(k)); i < len(h); i++ {
+		if h[i].Round == 0 {
+			continue
+		}
+		if counts[h[i].Verdict] == 0 {
+			order = append(order, h[i].Verdict)
+		}
+		counts[h[i].Verdict]++
+	}
+	var parts []string
+	for _, v := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[v], v))
+	}
+	first := e.st.CompletedRounds - k + 1
+	e.emit(Action{
+		Type:   ActionWarn,
+		Round:  e.st.CompletedRounds,
+		Reason: v1alpha1.ReasonPlateau,
+		Message: fmt.Sprintf("plateau: no improvement in %d consecutive rounds (R%d–R%d: %s); the variable space may be exhausted or strategies may be repeating — the loop continues",
+			k, first, e.st.CompletedRounds, strings.Join(parts, ", ")),
+	})
+}

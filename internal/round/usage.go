@@ -1,0 +1,21 @@
+package round
+
+import (
+	"time"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+// addUsage adds a Researcher's reported consumption to the experiment's.
+func (e *engine) addUsage(u v1alpha1.Usage) {
+	e.st.Usage.InputTokens += u.InputTokens
+	e.st.Usage.OutputTokens += u.OutputTokens
+	if u.Cost != "" {
+		e.st.Usage.Cost = decimal(parseOr(e.st.Usage.Cost, 0) + parseOr(u.Cost, 0))
+	}
+}
+
+// addGPUTime counts a training or evaluation run on spec.train.gpus GPUs.
+func (e *engine) addGPUTime(d time.Duration) {
+	e.st.Usage.GPUSeconds += int64(e.spec.Train.GPUs) * int64(d.Round(time.Second)/time.Second)
+}

@@ -1,0 +1,194 @@
+package round
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
+)
+
+// The results of a round's steps, each moving the candidate to its next
+// step or to a verdict.
+
+func (e *engine) researcherFinished(r ResearcherResult) {
+	c := e.candidate()
+	c.Durations.Researcher = duration(r.Exit.Duration)
+	c.Strategy = r.Strategy
+	c.Usage = r.Usage
+	e.addUsage(r.Usage)
+	e.st.Usage.ResearcherSeconds += int64(r.Exit.Duration.Round(time.Second) / time.Second)
+	strategy := cmp.Or(r.Strategy, "(no strategy recorded)")
+	switch {
+	case r.Exit.TimedOut:
+		e.setTask(v1alpha1.StepResearcher, "timeout after %s", r.Exit.Duration.Round(time.Second))
+		e.decide(v1alpha1.VerdictResearcherFailed, fmt.Sprintf("timeout after %s — the Researcher did not report \"Code ready\" in time; no code was evaluated", r.Exit.Duration.Round(time.Second)))
+	case r.Exit.ExitCode != 0:
+		e.setTask(v1alpha1.StepResearcher, "crashed (exit code %d)", r.Exit.ExitCode)
+		e.decide(v1alpha1.VerdictResearcherFailed, "crash: the Researcher exited with code "+fmt.Sprint(r.Exit.ExitCode)+tail(r.Exit.Tail))
+	default:
+		e.setTask(v1alpha1.StepResearcher, "%s", strategy)
+		e.advance(v1alpha1.StepCompliance)
+	}
+}
+
+func (e *engine) complianceChecked(r ComplianceResult) {
+	c := e.candidate()
+	if c.Strategy == "" && r.Strategy != "" {
+		c.Strategy = r.Strategy
+		e.setTask(v1alpha1.StepResearcher, "%s", r.Strategy)
+	}
+	switch {
+	case r.Violation != "":
+		c.Compliance = "❌ files: " + r.Violation
+		e.setTask(v1alpha1.StepCompliance, "%s", c.Compliance)
+		e.decide(v1alpha1.VerdictComplianceFailed, joinInsight(r.Violation, r.Advisory))
+	case r.Parity != "":
+		c.Compliance = "❌ parity: " + r.Parity
+		e.setTask(v1alpha1.StepCompliance, "%s", c.Compliance)
+		e.decide(v1alpha1.VerdictParityFailed, joinInsight(r.Parity, r.Advisory))
+	default:
+		c.Compliance = "✅"
+		c.Insight = r.Advisory
+		e.setTask(v1alpha1.StepCompliance, "✅")
+		e.advance(v1alpha1.StepTrain)
+	}
+}
+
+func (e *engine) trainFinished(r TrainResult) {
+	cr, c := e.st.CurrentRound, e.candidate()
+	c.Durations.Train = addDuration(c.Durations.Train, r.Exit.Duration)
+	c.MemoryGB = r.MemoryGB
+	e.addGPUTime(r.Exit.Duration)
+	limit := e.spec.Fixed.TimeLimit.Duration
+	var verdict v1alpha1.Verdict
+	var insight string
+	switch {
+	case r.Exit.TimedOut:
+		verdict = v1alpha1.VerdictTrainTimeout
+		insight = fmt.Sprintf("training exceeded the time limit of %s and was stopped after %s", limit, r.Exit.Duration.Round(time.Second))
+	case r.Exit.ExitCode != 0:
+		verdict = v1alpha1.VerdictTrainFailed
+		insight = fmt.Sprintf("crash: training exited with code %d%s", r.Exit.ExitCode, tail(r.Exit.Tail))
+	case r.Divergence != "":
+		verdict = v1alpha1.VerdictTrainFailed
+		insight = "training diverged: " + r.Divergence
+	}
+	if verdict != "" {
+		e.setTask(v1alpha1.StepTrain, "%s", verdict)
+		if cr.Number == 0 {
+			e.fail(v1alpha1.ReasonBaselineFailed, "the unmodified code failed to train, so there is no baseline: "+insight)
+			return
+		}
+		e.decide(verdict, insight)
+		return
+	}
+	done := "done " + r.Exit.Duration.Round(100*time.Millisecond).String()
+	if r.FinalLoss != "" {
+		done += ", final loss=" + r.FinalLoss
+	}
+	if cr.Number == 0 {
+		e.setTask(v1alpha1.StepTrain, "baseline run %d/%d %s", sample(&e.st), e.baselineRuns(), done)
+	} else {
+		e.setTask(v1alpha1.StepTrain, "%s", done)
+	}
+	e.advance(v1alpha1.StepEval)
+}
+
+func (e *engine) evalFinished(r EvalResult) {
+	cr, c := e.st.CurrentRound, e.candidate()
+	c.Durations.Eval = addDuration(c.Durations.Eval, r.Exit.Duration)
+	e.addGPUTime(r.Exit.Duration)
+	metricName := e.spec.Eval.Metric
+	if len(r.FixedFilesChanged) > 0 {
+		insight := "fixed files changed before evaluation: " + strings.Join(r.FixedFilesChanged, ", ")
+		c.Compliance = "❌ files: " + insight
+		e.setTask(v1alpha1.StepEval, "not run: %s", insight)
+		if cr.Number == 0 {
+			e.fail(v1alpha1.ReasonBaselineFailed, insight)
+			return
+		}
+		e.decide(v1alpha1.VerdictComplianceFailed, insight)
+		return
+	}
+	value, err := metric.ParseDecimal(r.Value)
+	if r.Exit.Failed() || !r.Found || err != nil || math.IsNaN(value) || math.IsInf(value, 0) {
+		insight := e.evalFailure(r)
+		e.setTask(v1alpha1.StepEval, "no %s", metricName)
+		if cr.Number == 0 {
+			e.fail(v1alpha1.ReasonBaselineFailed, "the unmodified code could not be evaluated: "+insight)
+			return
+		}
+		e.decide(v1alpha1.VerdictEvalFailed, insight)
+		return
+	}
+	c.Value = r.Value
+	if cr.Number == 0 {
+		e.baselineSample(r.Value)
+		return
+	}
+	best, _ := metric.ParseDecimal(e.st.Best.Value)
+	verdict, insight := e.judge(value, best)
+	mark := "—"
+	if verdict == v1alpha1.VerdictImproved {
+		mark = "↑"
+	}
+	e.setTask(v1alpha1.StepEval, "%s=%s (best: %s %s)", metricName, r.Value, e.st.Best.Value, mark)
+	e.decide(verdict, insight)
+}
+
+func (e *engine) evalFailure(r EvalResult) string {
+	name := e.spec.Eval.Metric
+	switch {
+	case r.Exit.TimedOut:
+		return fmt.Sprintf("evaluation timed out after %s; no %s (training-log metrics are never used)", r.Exit.Duration.Round(time.Second), name)
+	case r.Exit.ExitCode != 0:
+		return fmt.Sprintf("evaluation exited with code %d and printed no usable %s (training-log metrics are never used)%s", r.Exit.ExitCode, name, tail(r.Exit.Tail))
+	case !r.Found:
+		return fmt.Sprintf("evaluation printed no %s (training-log metrics are never used)%s", name, tail(r.Exit.Tail))
+	default:
+		return fmt.Sprintf("evaluation printed %s=%s, which is not a finite number (training-log metrics are never used)", name, r.Value)
+	}
+}
+
+// decide fixes the candidate's verdict and moves on to the git step. An
+// advisory the compliance step left in the Insight stays after the verdict's.
+func (e *engine) decide(v v1alpha1.Verdict, insight string) {
+	c := e.candidate()
+	c.Verdict = v
+	c.Insight = joinInsight(insight, c.Insight)
+	e.setTask(v1alpha1.StepGit, "awaiting result (%s)", v)
+	e.advance(v1alpha1.StepGit)
+}
+
+// gitDone closes the round once its commit or rollback is made: the ledger
+// row was written by that step, from the action CurrentAction built.
+func (e *engine) gitDone(commit string) {
+	cr, c := e.st.CurrentRound, e.candidate()
+	rec := roundRecord(cr, c)
+	rec.CompletionTime = e.now.DeepCopy()
+	if c.Verdict == v1alpha1.VerdictImproved {
+		rec.Commit = commit
+		e.st.Best = &v1alpha1.BestResult{Round: cr.Number, Value: c.Value, Commit: commit}
+		e.st.ConsecutiveNonImprovements = 0
+		e.setTask(v1alpha1.StepGit, "committed %s", short(commit))
+	} else {
+		e.st.ConsecutiveNonImprovements++
+		e.setTask(v1alpha1.StepGit, "rolled back")
+	}
+	e.st.CompletedRounds = cr.Number
+	e.st.LastVerdict = c.Verdict
+	if reason := e.terminationReason(); reason != "" {
+		e.setTask(v1alpha1.StepTermination, "done: %s", reason)
+	} else {
+		e.setTask(v1alpha1.StepTermination, "continue")
+	}
+	e.recordRound(rec, true)
+	e.st.Message = fmt.Sprintf("R%d: %s=%s — %s", cr.Number, e.spec.Eval.Metric, cmp.Or(c.Value, "—"), c.Verdict)
+	e.plateauWarning()
+	e.st.CurrentRound = nil
+	e.nextRound()
+}
