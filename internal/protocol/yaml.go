@@ -2,14 +2,13 @@ package protocol
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
-	"unicode"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // missingHints explain fields that the protocol format never holds, in place
@@ -42,21 +41,30 @@ func YAML(r Result, source string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	root.fields = slices.DeleteFunc(root.fields, func(f nodeField) bool { return f.key == "status" })
-	// apiVersion leads, as in every manifest.
-	slices.SortStableFunc(root.fields, func(a, b nodeField) int {
-		return cmp.Compare(rootRank(a.key), rootRank(b.key))
-	})
-	prune(root)
+	// apiVersion leads, as in every manifest; status is never written.
+	var fields, typeMeta []*yaml.Node
+	for i := 0; i < len(root.Content); i += 2 {
+		switch root.Content[i].Value {
+		case "status":
+		case "apiVersion":
+			typeMeta = append(slices.Clone(root.Content[i:i+2]), typeMeta...)
+		case "kind":
+			typeMeta = append(typeMeta, root.Content[i:i+2]...)
+		default:
+			fields = append(fields, root.Content[i:i+2]...)
+		}
+	}
+	root.Content = append(typeMeta, fields...)
+	// Comments go on the key of a field or on an item of a list.
+	at := map[string]*yaml.Node{}
+	prune(root, "", at)
 
-	present := map[string]bool{}
-	collectPaths(root, "", present)
-	e := &emitter{comments: map[string][]string{}}
 	var header []string
 	place := func(p, comment string) {
-		for at := p; at != ""; at = parentPath(at) {
-			if present[at] {
-				e.comments[at] = append(e.comments[at], comment)
+		comment = "# " + oneLine(comment)
+		for ; p != ""; p = parentPath(p) {
+			if n := at[p]; n != nil {
+				n.HeadComment = strings.TrimPrefix(n.HeadComment+"\n"+comment, "\n")
 				return
 			}
 		}
@@ -92,86 +100,74 @@ func YAML(r Result, source string) ([]byte, error) {
 	if r.Layout != "" {
 		layout = fmt.Sprintf(" (%s layout)", r.Layout)
 	}
-	e.comment(0, fmt.Sprintf("AutoResearch imported from %s%s.", source, layout))
+	summary := "Nothing is missing; review the inferred values before use."
 	switch len(r.Missing) {
 	case 0:
-		e.comment(0, "Nothing is missing; review the inferred values before use.")
 	case 1:
-		e.comment(0, fmt.Sprintf("1 field is missing: %s. Fill it in before use.", r.Missing[0]))
+		summary = fmt.Sprintf("1 field is missing: %s. Fill it in before use.", r.Missing[0])
 	default:
-		e.comment(0, fmt.Sprintf("%d fields are missing: %s. Fill them in before use.", len(r.Missing), strings.Join(r.Missing, ", ")))
+		summary = fmt.Sprintf("%d fields are missing: %s. Fill them in before use.", len(r.Missing), strings.Join(r.Missing, ", "))
 	}
-	for _, c := range header {
-		e.comment(0, c)
+	header = append([]string{
+		"# " + oneLine(fmt.Sprintf("AutoResearch imported from %s%s.", source, layout)),
+		"# " + oneLine(summary),
+	}, header...)
+	root.HeadComment = strings.Join(header, "\n")
+
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	enc.CompactSeqIndent()
+	if err := enc.Encode(root); err != nil {
+		return nil, err
 	}
-	e.mapping(root, 0, "", false)
-	return e.buf.Bytes(), nil
-}
-
-func rootRank(key string) int {
-	switch key {
-	case "apiVersion":
-		return 0
-	case "kind":
-		return 1
+	if err := enc.Close(); err != nil {
+		return nil, err
 	}
-	return 2
+	return buf.Bytes(), nil
 }
 
-type nodeKind int
-
-const (
-	scalarNode nodeKind = iota
-	mappingNode
-	sequenceNode
-)
-
-// node is a JSON value that keeps its keys in order, so that the YAML
-// follows the API's field order rather than the alphabet.
-type node struct {
-	kind   nodeKind
-	fields []nodeField
-	items  []*node
-	// value of a scalar: string, json.Number, bool or nil.
-	value any
-}
-
-type nodeField struct {
-	key   string
-	value *node
-}
-
-func decodeNode(dec *json.Decoder) (*node, error) {
+// decodeNode reads the next JSON value as a YAML node, keeping the order of
+// keys. A string is written as the yaml encoder writes a Go string: quoted
+// where YAML 1.1 or 1.2 would read it as a number, bool, null, date or
+// sexagesimal, escaped where it holds control characters, and as a literal
+// block where it has several lines.
+func decodeNode(dec *json.Decoder) (*yaml.Node, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
 	}
-	delim, ok := tok.(json.Delim)
-	if !ok {
-		return &node{kind: scalarNode, value: tok}, nil
+	n := &yaml.Node{}
+	switch tok := tok.(type) {
+	case json.Delim:
+		n.Kind = yaml.MappingNode
+		if tok == '[' {
+			n.Kind = yaml.SequenceNode
+		}
+	case json.Number:
+		n.Kind, n.Value = yaml.ScalarNode, tok.String()
+		return n, nil
+	case string:
+		n.Kind, n.Tag, n.Value = yaml.ScalarNode, "!!str", tok
+		// The style the encoder picks for a Go string, unless that would
+		// not read back (a literal block whose first line starts with a tab).
+		var probe yaml.Node
+		if err := probe.Encode(tok); err != nil || probe.Value != tok {
+			n.Style = yaml.DoubleQuotedStyle
+		} else {
+			n.Style = probe.Style
+		}
+		return n, nil
+	default:
+		return n, n.Encode(tok)
 	}
-	n := &node{kind: mappingNode}
-	if delim == '[' {
-		n.kind = sequenceNode
-	}
+	// A mapping's content is its keys and values in turn.
 	for dec.More() {
-		if n.kind == sequenceNode {
-			item, err := decodeNode(dec)
-			if err != nil {
-				return nil, err
-			}
-			n.items = append(n.items, item)
-			continue
-		}
-		key, err := dec.Token()
+		item, err := decodeNode(dec)
 		if err != nil {
 			return nil, err
 		}
-		value, err := decodeNode(dec)
-		if err != nil {
-			return nil, err
-		}
-		n.fields = append(n.fields, nodeField{key: key.(string), value: value})
+		n.Content = append(n.Content, item)
 	}
 	// The closing delimiter.
 	_, err = dec.Token()
@@ -180,29 +176,30 @@ func decodeNode(dec *json.Decoder) (*node, error) {
 
 // prune drops nulls and empty mappings, which are the API's unset optional
 // structs (resources: {}, creationTimestamp: null). Empty lists and empty
-// strings stay: they are the slots of missing required fields.
-func prune(n *node) {
-	for _, item := range n.items {
-		prune(item)
+// strings stay: they are the slots of missing required fields. at gets the
+// node that a comment about each written path goes on: the key of a field,
+// or an item of a list.
+func prune(n *yaml.Node, p string, at map[string]*yaml.Node) {
+	if n.Kind == yaml.SequenceNode {
+		for i, item := range n.Content {
+			ip := fmt.Sprintf("%s[%d]", p, i)
+			at[ip] = item
+			prune(item, ip, at)
+		}
+		return
 	}
-	n.fields = slices.DeleteFunc(n.fields, func(f nodeField) bool {
-		prune(f.value)
-		return (f.value.kind == scalarNode && f.value.value == nil) ||
-			(f.value.kind == mappingNode && len(f.value.fields) == 0)
-	})
-}
-
-func collectPaths(n *node, p string, out map[string]bool) {
-	for _, f := range n.fields {
-		fp := joinPath(p, f.key)
-		out[fp] = true
-		collectPaths(f.value, fp, out)
+	var kept []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		fp := joinPath(p, k.Value)
+		prune(v, fp, at)
+		if v.Tag == "!!null" || (v.Kind == yaml.MappingNode && len(v.Content) == 0) {
+			continue
+		}
+		at[fp] = k
+		kept = append(kept, k, v)
 	}
-	for i, item := range n.items {
-		ip := fmt.Sprintf("%s[%d]", p, i)
-		out[ip] = true
-		collectPaths(item, ip, out)
-	}
+	n.Content = kept
 }
 
 func joinPath(p, key string) string {
@@ -222,207 +219,10 @@ func parentPath(p string) string {
 	return p[:i]
 }
 
-type emitter struct {
-	buf      bytes.Buffer
-	comments map[string][]string
-}
-
-func (e *emitter) comment(indent int, text string) {
-	e.buf.WriteString(strings.Repeat(" ", indent) + "# " + oneLine(text) + "\n")
-}
-
-func (e *emitter) commentsFor(indent int, p string) {
-	for _, c := range e.comments[p] {
-		e.comment(indent, c)
-	}
-}
-
-// mapping writes n's fields at indent. With dash, n is a sequence item and
-// its first field goes on the dash's line.
-func (e *emitter) mapping(n *node, indent int, p string, dash bool) {
-	for i, f := range n.fields {
-		fp := joinPath(p, f.key)
-		head := strings.Repeat(" ", indent)
-		if dash && i == 0 {
-			e.commentsFor(indent-2, fp)
-			head = strings.Repeat(" ", indent-2) + "- "
-		} else {
-			e.commentsFor(indent, fp)
-		}
-		e.value(head+keyString(f.key)+":", f.value, indent, fp)
-	}
-}
-
-// value writes n after head, a "key:" or "-" at indent.
-func (e *emitter) value(head string, n *node, indent int, p string) {
-	switch {
-	case n.kind == mappingNode && len(n.fields) == 0:
-		e.buf.WriteString(head + " {}\n")
-	case n.kind == mappingNode:
-		e.buf.WriteString(head + "\n")
-		e.mapping(n, indent+2, p, false)
-	case n.kind == sequenceNode && len(n.items) == 0:
-		e.buf.WriteString(head + " []\n")
-	case n.kind == sequenceNode:
-		e.buf.WriteString(head + "\n")
-		itemIndent := indent
-		if strings.HasSuffix(head, "-") {
-			itemIndent += 2
-		}
-		e.sequence(n, itemIndent, p)
-	default:
-		e.buf.WriteString(head + " " + scalarString(n.value, indent+2) + "\n")
-	}
-}
-
-func (e *emitter) sequence(n *node, indent int, p string) {
-	for i, item := range n.items {
-		ip := fmt.Sprintf("%s[%d]", p, i)
-		if item.kind == mappingNode && len(item.fields) > 0 {
-			e.commentsFor(indent, ip)
-			e.mapping(item, indent+2, ip, true)
-			continue
-		}
-		e.commentsFor(indent, ip)
-		e.value(strings.Repeat(" ", indent)+"-", item, indent, ip)
-	}
-}
-
-func scalarString(v any, indent int) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		if v {
-			return "true"
-		}
-		return "false"
-	case json.Number:
-		return v.String()
-	case string:
-		switch {
-		case plainSafe(v):
-			return v
-		case literalSafe(v):
-			pad := strings.Repeat(" ", indent)
-			lines := strings.Split(v, "\n")
-			for i, l := range lines {
-				if l != "" {
-					lines[i] = pad + l
-				}
-			}
-			return "|-\n" + strings.Join(lines, "\n")
-		}
-		return doubleQuoted(v)
-	}
-	return doubleQuoted(fmt.Sprint(v))
-}
-
-func keyString(k string) string {
-	if plainSafe(k) {
-		return k
-	}
-	return doubleQuoted(k)
-}
-
-var (
-	// goDuration is the one shape of plain scalar starting with a digit that
-	// no YAML version reads as a number, date or time: 5m0s, 300ms.
-	goDuration = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
-	// yamlWords are plain scalars that YAML 1.1 or 1.2 reads as bool or null.
-	yamlWords = map[string]bool{
-		"true": true, "false": true, "yes": true, "no": true, "on": true, "off": true,
-		"y": true, "n": true, "null": true, "~": true,
-	}
-)
-
-// plainSafe reports whether s can be written unquoted and read back as the
-// same string by any YAML parser. It is deliberately strict: anything
-// unusual is quoted.
-func plainSafe(s string) bool {
-	if s == "" || yamlWords[strings.ToLower(s)] || strings.Contains(s, ": ") || strings.HasSuffix(s, ":") {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r > unicode.MaxASCII:
-			if !unicode.IsPrint(r) || r == '\ufeff' {
-				return false
-			}
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("_./$()", r):
-		case strings.ContainsRune(" +=,:@%~-?!;&*<>'\"|`[]{}", r):
-			// Indicators only at the start of a plain scalar.
-			if i == 0 {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	if s[0] == ' ' || s[len(s)-1] == ' ' {
-		return false
-	}
-	if c := s[0]; (c >= '0' && c <= '9') || c == '.' {
-		return goDuration.MatchString(s)
-	}
-	return true
-}
-
-// literalSafe reports whether multi-line s can be a `|-` block scalar.
-func literalSafe(s string) bool {
-	if !strings.Contains(s, "\n") || strings.HasPrefix(s, "\n") || strings.HasSuffix(s, "\n") {
-		return false
-	}
-	for _, l := range strings.Split(s, "\n") {
-		if l != "" && strings.TrimSpace(l) == "" {
-			return false
-		}
-	}
-	if s[0] == ' ' || s[0] == '\t' {
-		return false
-	}
-	for _, r := range s {
-		if r != '\n' && r != '\t' && needsEscape(r) {
-			return false
-		}
-	}
-	return true
-}
-
-// needsEscape reports the runes YAML does not allow unescaped, or reads as
-// line breaks.
-func needsEscape(r rune) bool {
-	return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) ||
-		r == 0x2028 || r == 0x2029 || r == 0xfeff || r == 0xfffe || r == 0xffff
-}
-
-func doubleQuoted(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case needsEscape(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
 // oneLine keeps a comment on its line.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if needsEscape(r) {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || r == 0x2028 || r == 0x2029 || r == 0xfeff || r == 0xfffe || r == 0xffff {
 			return ' '
 		}
 		return r

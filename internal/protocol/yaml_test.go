@@ -1,12 +1,15 @@
 package protocol
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -61,28 +64,44 @@ func TestScalarRoundTrip(t *testing.T) {
 		"tab":              {in: "a\tb"},
 		"control":          {in: "a\x01b"},
 		"line separator":   {in: "a\u2028b"},
+		"next line":        {in: "a\u0085b"},
+		"delete":           {in: "a\x7fb"},
+		"c1 control":       {in: "a\u0090b"},
+		"noncharacter":     {in: "a\ufffeb"},
 		"bom":              {in: "\ufeffa"},
 		"lines":            {in: "- one\n- two\n\n  three"},
 		"lines end break":  {in: "one\ntwo\n"},
 		"lines lead space": {in: "  one\ntwo"},
 		"lines blank pad":  {in: "one\n  \ntwo"},
 		"lines carriage":   {in: "one\r\ntwo"},
-		"backslash":        {in: `C:\path`},
-		"merge key":        {in: "<<"},
-		"equals":           {in: "="},
+		"lines lead tab":   {in: "\tone\ntwo"},
+		"lines separator":  {in: "one\ntwo\u2028three"},
+		"backslash":        {in: `C:\path`, wantPlain: true},
+		"merge key":        {in: "<<", wantPlain: true},
+		"equals":           {in: "=", wantPlain: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			out := scalarString(tc.in, 2)
-			doc := "k: " + out + "\n"
+			j, err := json.Marshal(map[string]string{"k": tc.in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := decodeNode(json.NewDecoder(bytes.NewReader(j)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := yamlv3.Marshal(n)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var got map[string]any
-			if err := yaml.Unmarshal([]byte(doc), &got); err != nil {
-				t.Fatalf("%q does not parse: %v", doc, err)
+			if err := yaml.Unmarshal(out, &got); err != nil {
+				t.Fatalf("%q does not parse: %v", out, err)
 			}
 			if diff := cmp.Diff(map[string]any{"k": tc.in}, got); diff != "" {
-				t.Errorf("%q reads back differently (-want +got):\n%s", doc, diff)
+				t.Errorf("%q reads back differently (-want +got):\n%s", out, diff)
 			}
-			if plain := out == tc.in; plain != tc.wantPlain {
+			if plain := string(out) == "k: "+tc.in+"\n"; plain != tc.wantPlain {
 				t.Errorf("%q written as %q; plain = %v, want %v", tc.in, out, plain, tc.wantPlain)
 			}
 		})
