@@ -65,7 +65,8 @@ type Config struct {
 	Budget Budget
 	// MaxOutputTokens caps each answer; defaults to 8192.
 	MaxOutputTokens int
-	// Price estimates the cost; nil when the model's price is unknown.
+	// Price estimates the cost; nil when the model's price is unknown. Its
+	// zero cache rates take the provider's defaults.
 	Price *Price
 	// Transcript, when set, receives the whole conversation.
 	Transcript *Transcript
@@ -111,6 +112,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if cfg.Budget.MaxCost > 0 && cfg.Price == nil {
 		return Result{}, fmt.Errorf("a cost budget needs the price of %s: give --price-input and --price-output, or --prices", cfg.Model)
+	}
+	if cfg.Price != nil {
+		p := cfg.Price.WithCacheDefaults(cfg.Provider.Name())
+		cfg.Price = &p
 	}
 	start := cfg.Now()
 	if cfg.Budget.Timeout > 0 {
