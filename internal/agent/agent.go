@@ -194,7 +194,6 @@ func (r *run) loop(ctx context.Context) error {
 		if strings.TrimSpace(resp.Text) != "" {
 			fmt.Fprintf(r.cfg.Log, "turn %d: %s\n", r.res.Turns, firstLine(resp.Text))
 		}
-		use.answered(resp.Usage, resp.Text, resp.ToolCalls)
 
 		// An answer cut off at the output limit ends in a tool call whose
 		// arguments are missing or partial: run, it would write empty
@@ -202,15 +201,19 @@ func (r *run) loop(ctx context.Context) error {
 		// the whole call, or, without room, tell the model.
 		var cut *ToolCall
 		if n := len(resp.ToolCalls); resp.Truncated && n > 0 {
-			if more, err := limits.clamp(2*maxTokens, use); err == nil && more > maxTokens {
+			// Asked again, the input is the same, without this answer.
+			again := use
+			again.answered(Usage{InputTokens: resp.Usage.InputTokens}, "", nil)
+			if more, err := limits.clamp(2*maxTokens, again); err == nil && more > maxTokens {
 				fmt.Fprintf(r.cfg.Log, "turn %d: the answer was cut off at %d tokens inside a tool call; asking again for up to %d\n", r.res.Turns, maxTokens, more)
-				want = more
+				use, want = again, more
 				continue
 			}
 			cut = &resp.ToolCalls[n-1]
 			resp.ToolCalls = resp.ToolCalls[:n-1]
 		}
 		want = r.cfg.MaxOutputTokens
+		use.answered(resp.Usage, resp.Text, resp.ToolCalls)
 
 		reply := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
 		if strings.TrimSpace(reply.Text) == "" {
