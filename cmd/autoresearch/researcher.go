@@ -74,11 +74,12 @@ type agentFlags struct {
 	fixed                            []string
 	budget                           agent.Budget
 	maxCost                          string
-	maxOutputTokens                  int
+	maxOutputTokens, contextWindow   int
 	commandTimeout                   time.Duration
 	outputLimit                      int
 	prices                           string
 	priceInput, priceOutput          float64
+	priceCacheRead, priceCacheWrite  float64
 	retries                          int
 }
 
@@ -99,7 +100,10 @@ writes to them are refused.
 Exit codes: 0 "Code ready"; 2 a turn, token, cost or time budget ran out;
 1 anything else (API errors, malformed answers). Usage and the estimated cost
 go to $AUTORESEARCH_RESULT_FILE, the transcript to
-$AUTORESEARCH_LOG_DIR/transcript.jsonl (else .autoresearch/round-N/).`,
+$AUTORESEARCH_LOG_DIR/transcript.jsonl (else .autoresearch/round-N/).
+
+Anthropic requests mark the prompt for caching; OpenAI caches on its own.
+Cached input tokens are counted and priced at the cache rates.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAgent(cmd, f)
@@ -115,23 +119,30 @@ $AUTORESEARCH_LOG_DIR/transcript.jsonl (else .autoresearch/round-N/).`,
 	fl.Int64Var(&f.budget.MaxTokens, "max-tokens", 3_000_000, "the most input plus output tokens over the run; 0 for no limit")
 	fl.StringVar(&f.maxCost, "max-cost", "", "the most estimated cost in US dollars, e.g. 2.50 (needs a price)")
 	fl.DurationVar(&f.budget.Timeout, "timeout", 0, "the most wall-clock time; set it below researcher.timeout to exit with a reason rather than be killed")
-	fl.IntVar(&f.maxOutputTokens, "max-output-tokens", 8192, "the most tokens in one answer")
+	fl.IntVar(&f.maxOutputTokens, "max-output-tokens", 8192, "the most tokens in one answer; lowered to the model's limit and the context left")
+	fl.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (default: known for common models, else unchecked), e.g. vLLM's --max-model-len")
 	fl.DurationVar(&f.commandTimeout, "command-timeout", 2*time.Minute, "the longest one shell command may run")
 	fl.IntVar(&f.outputLimit, "output-limit", 16<<10, "bytes of a command's output the model sees (its head and tail)")
 	fl.StringVar(&f.prices, "prices", "", `a JSON price table {"model": {"input": 3, "output": 15}} in US dollars per million tokens, over the built-in one`)
 	fl.Float64Var(&f.priceInput, "price-input", 0, "this model's input price in US dollars per million tokens (with --price-output)")
 	fl.Float64Var(&f.priceOutput, "price-output", 0, "this model's output price in US dollars per million tokens (with --price-input)")
+	fl.Float64Var(&f.priceCacheRead, "price-cache-read", 0, "this model's price of cached input tokens in US dollars per million (default 0.1× input for anthropic, the list price or 0.5× input for openai)")
+	fl.Float64Var(&f.priceCacheWrite, "price-cache-write", 0, "this model's price of input tokens written to the cache in US dollars per million (default 1.25× input for anthropic)")
 	fl.IntVar(&f.retries, "retries", 8, "tries per model call when the API is overloaded or rate-limits")
 	return cmd
 }
 
 // agentReport is what the agent writes to $AUTORESEARCH_RESULT_FILE.
 // Error is extra to the contract's fields: readers ignore it, humans see it.
+// InputTokens counts cached input tokens too; the cache fields say how
+// many of them were read from or written to the cache.
 type agentReport struct {
-	InputTokens  int64  `json:"inputTokens"`
-	OutputTokens int64  `json:"outputTokens"`
-	Cost         string `json:"cost,omitempty"`
-	Error        string `json:"error,omitempty"`
+	InputTokens      int64  `json:"inputTokens"`
+	OutputTokens     int64  `json:"outputTokens"`
+	CacheReadTokens  int64  `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int64  `json:"cacheWriteTokens,omitempty"`
+	Cost             string `json:"cost,omitempty"`
+	Error            string `json:"error,omitempty"`
 }
 
 func runAgent(cmd *cobra.Command, f agentFlags) error {
@@ -160,6 +171,9 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		if f.budget.MaxCost, err = strconv.ParseFloat(f.maxCost, 64); err != nil || f.budget.MaxCost <= 0 {
 			return fmt.Errorf("--max-cost %q: want a positive number of US dollars", f.maxCost)
 		}
+	}
+	if f.contextWindow < 0 {
+		return fmt.Errorf("--context-window %d: want a number of tokens, or 0 for the model's known window", f.contextWindow)
 	}
 	dir, err := os.Getwd()
 	if err != nil {
@@ -215,10 +229,13 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	fmt.Fprintf(out, "%s %s, round %d, in %s\n", f.provider, f.model, inv.Round, dir)
 	res, runErr := agent.Run(ctx, agent.Config{
 		Provider: provider, Model: f.model, Prompt: string(prompt), Tools: tools,
-		Budget: f.budget, MaxOutputTokens: f.maxOutputTokens, Price: price,
+		Budget: f.budget, MaxOutputTokens: f.maxOutputTokens, ContextWindow: f.contextWindow, Price: price,
 		Transcript: transcript, Log: out,
 	})
 	fmt.Fprintf(out, "%d turns, %d input and %d output tokens", res.Turns, res.Usage.InputTokens, res.Usage.OutputTokens)
+	if u := res.Usage; u.CacheReadTokens+u.CacheWriteTokens > 0 {
+		fmt.Fprintf(out, " (%d input tokens read from the cache, %d written to it)", u.CacheReadTokens, u.CacheWriteTokens)
+	}
 	if res.Priced {
 		fmt.Fprintf(out, ", about $%s", res.CostString())
 	}
@@ -245,11 +262,11 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 // price is the model's price from the flags, the --prices file or the
 // built-in table; nil when none knows the model.
 func (f agentFlags) price() (*agent.Price, error) {
+	if f.priceInput < 0 || f.priceOutput < 0 || f.priceCacheRead < 0 || f.priceCacheWrite < 0 {
+		return nil, errors.New("prices cannot be negative")
+	}
 	if f.priceInput != 0 || f.priceOutput != 0 {
-		if f.priceInput < 0 || f.priceOutput < 0 {
-			return nil, errors.New("--price-input and --price-output cannot be negative")
-		}
-		return &agent.Price{Input: f.priceInput, Output: f.priceOutput}, nil
+		return &agent.Price{Input: f.priceInput, Output: f.priceOutput, CacheRead: f.priceCacheRead, CacheWrite: f.priceCacheWrite}, nil
 	}
 	table := agent.DefaultPrices
 	if f.prices != "" {
@@ -259,10 +276,17 @@ func (f agentFlags) price() (*agent.Price, error) {
 		}
 		table = table.With(extra)
 	}
-	if p, ok := table.Lookup(f.model); ok {
-		return &p, nil
+	p, ok := table.Lookup(f.model)
+	if !ok {
+		return nil, nil
 	}
-	return nil, nil
+	if f.priceCacheRead != 0 {
+		p.CacheRead = f.priceCacheRead
+	}
+	if f.priceCacheWrite != 0 {
+		p.CacheWrite = f.priceCacheWrite
+	}
+	return &p, nil
 }
 
 // agentFixedFiles joins the --fixed flags and the comma-separated variable.
@@ -277,7 +301,9 @@ func agentFixedFiles(flags []string, env string) []string {
 }
 
 func writeAgentReport(path string, res agent.Result, runErr error, redact *agent.Redactor) error {
-	report := agentReport{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, Cost: res.CostString()}
+	u := res.Usage
+	report := agentReport{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, Cost: res.CostString()}
 	if runErr != nil {
 		report.Error = redact.String(runErr.Error())
 	}

@@ -200,7 +200,8 @@ func readResearcherFile(t *testing.T, p string) string {
 }
 
 // fakeMessages is an Anthropic Messages API. In "edit" mode the model edits
-// train.py and records its strategy, then answers "Code ready"; in "loop"
+// train.py and records its strategy, then answers "Code ready"; "cached" is
+// "edit" with the prompt written to the cache, then read from it; in "loop"
 // mode it lists files forever; in "unauthorized" mode the key is rejected.
 type fakeMessages struct {
 	mode string
@@ -225,7 +226,7 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	content := []map[string]any{toolUse("toolu_1", "list_files", map[string]any{})}
 	stop := "tool_use"
-	if f.mode == "edit" {
+	if f.mode == "edit" || f.mode == "cached" {
 		content = []map[string]any{
 			toolUse("toolu_1", "edit_file", map[string]any{"path": "train.py", "old_string": "lr = 0.1", "new_string": "lr = 0.3"}),
 			toolUse("toolu_2", "record_strategy", map[string]any{"strategy": "triple the learning rate"}),
@@ -234,9 +235,16 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			content, stop = []map[string]any{{"type": "text", "text": "Code ready"}}, "end_turn"
 		}
 	}
+	usage := map[string]any{"input_tokens": 1000, "output_tokens": 100}
+	if f.mode == "cached" {
+		usage["input_tokens"], usage["cache_creation_input_tokens"] = 100, 900
+		if stop == "end_turn" {
+			usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"] = 900, 0
+		}
+	}
 	json.NewEncoder(w).Encode(map[string]any{
 		"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
-		"stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 1000, "output_tokens": 100},
+		"stop_reason": stop, "stop_sequence": nil, "usage": usage,
 	})
 }
 
@@ -294,6 +302,12 @@ func TestAgentCommand(t *testing.T) {
 			report: agentReport{InputTokens: 2000, OutputTokens: 200, Cost: "0.009", Error: `turns budget spent before "Code ready": used 2 of 2 (--max-turns); no strategy recorded`}},
 		"price from flags": {mode: "edit", flags: []string{"--price-input", "1", "--price-output", "2"}, code: 0,
 			report: agentReport{InputTokens: 2000, OutputTokens: 200, Cost: "0.0024"}},
+		// 200 input tokens at $3, 900 written at $3.75 and 900 read at $0.30
+		// per million, 200 output tokens at $15.
+		"cached": {mode: "cached", code: 0, out: "(900 input tokens read from the cache, 900 written to it)",
+			report: agentReport{InputTokens: 2000, OutputTokens: 200, CacheReadTokens: 900, CacheWriteTokens: 900, Cost: "0.007245"}},
+		"cache price from flags": {mode: "cached", flags: []string{"--price-cache-read", "0.6", "--price-cache-write", "3"}, code: 0,
+			report: agentReport{InputTokens: 2000, OutputTokens: 200, CacheReadTokens: 900, CacheWriteTokens: 900, Cost: "0.00684"}},
 		"rejected key": {mode: "unauthorized", code: 1, err: "anthropic: HTTP 401 authentication_error: invalid x-api-key (request req_401) — the API key was rejected; check the key in ANTHROPIC_API_KEY",
 			report: agentReport{Cost: "0", Error: "anthropic: HTTP 401 authentication_error: invalid x-api-key (request req_401) — the API key was rejected; check the key in ANTHROPIC_API_KEY"}},
 	}
@@ -367,6 +381,8 @@ func TestAgentCommandRejects(t *testing.T) {
 		"bad cost":          {args: []string{"--provider", "anthropic", "--model", "m", "--max-cost", "lots"}, want: `--max-cost "lots": want a positive number of US dollars`},
 		"cost, no price":    {args: []string{"--provider", "anthropic", "--model", "my-own-model", "--max-cost", "1"}, want: "a cost budget needs the price of my-own-model"},
 		"negative price":    {args: []string{"--provider", "anthropic", "--model", "m", "--price-input", "-1"}, want: "cannot be negative"},
+		"negative cache":    {args: []string{"--provider", "anthropic", "--model", "m", "--price-cache-read", "-1"}, want: "cannot be negative"},
+		"negative context":  {args: []string{"--provider", "anthropic", "--model", "m", "--context-window", "-1"}, want: "--context-window -1: want a number of tokens"},
 		"no round":          {args: []string{"--provider", "anthropic", "--model", "m"}, env: map[string]string{"AUTORESEARCH_ROUND": ""}, want: "AUTORESEARCH_ROUND"},
 		"no prompt":         {args: []string{"--provider", "anthropic", "--model", "m"}, env: map[string]string{"AUTORESEARCH_PROMPT_FILE": "/nonexistent/prompt.md"}, want: "AUTORESEARCH_PROMPT_FILE"},
 		"key on a flag":     {args: []string{"--provider", "anthropic", "--model", "m", "--api-key", "sk-1"}, want: "unknown flag: --api-key"},

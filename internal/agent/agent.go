@@ -63,9 +63,14 @@ type Config struct {
 	// Tools are the model's tools, confined to the working directory.
 	Tools  *Toolbox
 	Budget Budget
-	// MaxOutputTokens caps each answer; defaults to 8192.
+	// MaxOutputTokens caps each answer; defaults to 8192. It is clamped to
+	// the model's output ceiling and to the room left in its context.
 	MaxOutputTokens int
-	// Price estimates the cost; nil when the model's price is unknown.
+	// ContextWindow is the model's context in tokens; zero takes it from
+	// ModelLimits, and an unknown model's room is not checked.
+	ContextWindow int
+	// Price estimates the cost; nil when the model's price is unknown. Its
+	// zero cache rates take the provider's defaults.
 	Price *Price
 	// Transcript, when set, receives the whole conversation.
 	Transcript *Transcript
@@ -112,6 +117,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Budget.MaxCost > 0 && cfg.Price == nil {
 		return Result{}, fmt.Errorf("a cost budget needs the price of %s: give --price-input and --price-output, or --prices", cfg.Model)
 	}
+	if cfg.Price != nil {
+		p := cfg.Price.WithCacheDefaults(cfg.Provider.Name())
+		cfg.Price = &p
+	}
 	start := cfg.Now()
 	if cfg.Budget.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -137,17 +146,32 @@ type run struct {
 
 func (r *run) loop(ctx context.Context) error {
 	system := systemPrompt(r.cfg.Tools)
+	specs := r.cfg.Tools.Specs()
 	r.cfg.Transcript.Record(Entry{Kind: "start", Provider: r.cfg.Provider.Name(), Model: r.cfg.Model})
 	r.cfg.Transcript.Record(Entry{Kind: "system", Text: system})
 	r.cfg.Transcript.Record(Entry{Kind: "user", Text: r.cfg.Prompt})
 	msgs := []Message{{Role: RoleUser, Text: r.cfg.Prompt}}
+	limits, _ := longestPrefix(ModelLimits, r.cfg.Model)
+	if r.cfg.ContextWindow > 0 {
+		limits.Context = r.cfg.ContextWindow
+	}
+	var use contextUse
+	use.add(system)
+	use.add(r.cfg.Prompt)
+	use.addSpecs(specs)
+	want := r.cfg.MaxOutputTokens
 	reminders := 0
 	for {
 		if err := r.checkBudget(ctx); err != nil {
 			return err
 		}
+		maxTokens, err := limits.clamp(want, use)
+		if err != nil {
+			r.cfg.Transcript.Record(Entry{Kind: "error", Turn: r.res.Turns + 1, Text: err.Error()})
+			return err
+		}
 		resp, err := r.cfg.Provider.Complete(ctx, Request{
-			Model: r.cfg.Model, System: system, Messages: msgs, Tools: r.cfg.Tools.Specs(), MaxTokens: r.cfg.MaxOutputTokens,
+			Model: r.cfg.Model, System: system, Messages: msgs, Tools: specs, MaxTokens: maxTokens,
 		})
 		if err != nil {
 			if budget := r.timeSpent(ctx); budget != nil {
@@ -167,13 +191,38 @@ func (r *run) loop(ctx context.Context) error {
 		r.res.Final = resp.Text
 		r.cfg.Transcript.Record(Entry{Kind: "assistant", Turn: r.res.Turns, Text: resp.Text, ToolCalls: resp.ToolCalls,
 			StopReason: resp.StopReason, Usage: &resp.Usage, Cost: r.res.CostString()})
-		if resp.Text != "" {
+		if strings.TrimSpace(resp.Text) != "" {
 			fmt.Fprintf(r.cfg.Log, "turn %d: %s\n", r.res.Turns, firstLine(resp.Text))
 		}
+
+		// An answer cut off at the output limit ends in a tool call whose
+		// arguments are missing or partial: run, it would write empty
+		// strings (an edit_file that deletes code). Ask again with room for
+		// the whole call, or, without room, tell the model.
+		var cut *ToolCall
+		if n := len(resp.ToolCalls); resp.Truncated && n > 0 {
+			// Asked again, the input is the same, without this answer.
+			again := use
+			again.answered(Usage{InputTokens: resp.Usage.InputTokens}, "", nil)
+			if more, err := limits.clamp(2*maxTokens, again); err == nil && more > maxTokens {
+				fmt.Fprintf(r.cfg.Log, "turn %d: the answer was cut off at %d tokens inside a tool call; asking again for up to %d\n", r.res.Turns, maxTokens, more)
+				use, want = again, more
+				continue
+			}
+			cut = &resp.ToolCalls[n-1]
+			resp.ToolCalls = resp.ToolCalls[:n-1]
+		}
+		want = r.cfg.MaxOutputTokens
+		use.answered(resp.Usage, resp.Text, resp.ToolCalls)
+
 		reply := Message{Role: RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls}
-		if reply.Text == "" && len(reply.ToolCalls) == 0 {
-			// The APIs refuse an empty assistant message in the history.
-			reply.Text = "(no answer)"
+		if strings.TrimSpace(reply.Text) == "" {
+			// The Messages API refuses a whitespace-only text block with a
+			// 400, and both APIs an empty assistant message.
+			reply.Text = ""
+			if len(reply.ToolCalls) == 0 {
+				reply.Text = "(no answer)"
+			}
 		}
 		msgs = append(msgs, reply)
 
@@ -181,10 +230,17 @@ func (r *run) loop(ctx context.Context) error {
 			reminders = 0
 			results := r.callTools(ctx, resp.ToolCalls)
 			r.cfg.Transcript.Record(Entry{Kind: "tool", Turn: r.res.Turns, ToolResults: results})
-			msgs = append(msgs, Message{Role: RoleUser, ToolResults: results})
+			use.addResults(results)
+			next := Message{Role: RoleUser, ToolResults: results}
+			if cut != nil {
+				next.Text = cutOff(cut)
+				r.cfg.Transcript.Record(Entry{Kind: "user", Turn: r.res.Turns, Text: next.Text})
+				use.add(next.Text)
+			}
+			msgs = append(msgs, next)
 			continue
 		}
-		reminder := r.reminder(resp)
+		reminder := r.reminder(resp, cut)
 		if reminder == "" {
 			return nil
 		}
@@ -193,16 +249,27 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		fmt.Fprintf(r.cfg.Log, "turn %d: the model stopped early; reminded: %s\n", r.res.Turns, reminder)
 		r.cfg.Transcript.Record(Entry{Kind: "user", Turn: r.res.Turns, Text: reminder})
+		use.add(reminder)
 		msgs = append(msgs, Message{Role: RoleUser, Text: reminder})
 	}
 }
 
+// cutOff tells the model that its answer hit the output limit, and which
+// tool call was dropped unrun for it.
+func cutOff(dropped *ToolCall) string {
+	s := "Your answer was cut off at the output token limit"
+	if dropped != nil {
+		s += fmt.Sprintf("; the call to %s was incomplete and was not run", dropped.Name)
+	}
+	return s + ". Continue, in smaller steps (edit_file instead of rewriting whole files)."
+}
+
 // reminder says what an answer without tool calls lacks, or "" when the
 // run is complete.
-func (r *run) reminder(resp Response) string {
+func (r *run) reminder(resp Response, cut *ToolCall) string {
 	switch {
 	case resp.Truncated:
-		return "Your answer was cut off at the output token limit. Continue, in smaller steps (edit_file instead of rewriting whole files)."
+		return cutOff(cut)
 	case r.cfg.Tools.Strategy() == "":
 		return "You have not recorded your strategy. Call record_strategy with one line saying what you change and why, then finish the task and answer \"Code ready\"."
 	case !strings.Contains(resp.Text, CodeReady):

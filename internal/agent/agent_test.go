@@ -87,18 +87,25 @@ type outcome struct {
 
 func runFake(t *testing.T, f *fakeAPI, dir string, budget Budget) outcome {
 	t.Helper()
+	return runFakeWith(t, f, dir, func(c *Config) { c.Budget = budget })
+}
+
+// runFakeWith runs the agent against f with the config that set leaves.
+func runFakeWith(t *testing.T, f *fakeAPI, dir string, set func(*Config)) outcome {
+	t.Helper()
 	var transcript, log bytes.Buffer
 	var s sleeps
-	res, err := Run(context.Background(), Config{
+	cfg := Config{
 		Provider:   f.provider(RetryPolicy{Attempts: 3, Base: time.Second, Max: 4 * time.Second, Sleep: s.sleep}),
 		Model:      "test-model",
 		Prompt:     "Improve score. Fixed: eval.py. Variable: train.py.",
 		Tools:      newTools(t, dir),
-		Budget:     budget,
 		Price:      &Price{Input: 3, Output: 15},
 		Transcript: NewTranscript(&transcript, NewRedactor(testKey), nil),
 		Log:        &log,
-	})
+	}
+	set(&cfg)
+	res, err := Run(context.Background(), cfg)
 	return outcome{res: res, err: err, transcript: transcript.String(), log: log.String(), sleeps: s.d}
 }
 

@@ -37,7 +37,7 @@ func (a *Anthropic) Name() string { return "anthropic" }
 type anthropicRequest struct {
 	Model     string             `json:"model"`
 	MaxTokens int                `json:"max_tokens"`
-	System    string             `json:"system,omitempty"`
+	System    []anthropicBlock   `json:"system,omitempty"`
 	Messages  []anthropicMessage `json:"messages"`
 	Tools     []anthropicTool    `json:"tools,omitempty"`
 }
@@ -58,7 +58,17 @@ type anthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// CacheControl marks the end of a prefix for the prompt cache.
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
+
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+// ephemeral is the 5-minute cache, refreshed by every read: turns of an
+// agent come seconds apart, well within it.
+var ephemeral = &cacheControl{Type: "ephemeral"}
 
 type anthropicTool struct {
 	Name        string          `json:"name"`
@@ -93,10 +103,16 @@ type anthropicError struct {
 
 // Complete implements Provider.
 func (a *Anthropic) Complete(ctx context.Context, req Request) (Response, error) {
-	body := anthropicRequest{Model: req.Model, MaxTokens: req.MaxTokens, System: req.System}
+	body := anthropicRequest{Model: req.Model, MaxTokens: req.MaxTokens}
+	if req.System != "" {
+		// The cache prefix runs tools, system, messages: this breakpoint
+		// caches the tools and the system prompt.
+		body.System = []anthropicBlock{{Type: "text", Text: req.System, CacheControl: ephemeral}}
+	}
 	for _, m := range req.Messages {
 		body.Messages = append(body.Messages, toAnthropic(m))
 	}
+	markCache(body.Messages)
 	for _, t := range req.Tools {
 		body.Tools = append(body.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: t.Schema})
 	}
@@ -121,7 +137,8 @@ func toAnthropic(m Message) anthropicMessage {
 	for _, r := range m.ToolResults {
 		out.Content = append(out.Content, anthropicBlock{Type: "tool_result", ToolUseID: r.CallID, Content: r.Content, IsError: r.IsError})
 	}
-	if m.Text != "" {
+	// The API refuses a text block of whitespace alone.
+	if strings.TrimSpace(m.Text) != "" {
 		out.Content = append(out.Content, anthropicBlock{Type: "text", Text: m.Text})
 	}
 	for _, c := range m.ToolCalls {
@@ -132,6 +149,22 @@ func toAnthropic(m Message) anthropicMessage {
 		out.Content = append(out.Content, anthropicBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: input})
 	}
 	return out
+}
+
+// markCache puts cache breakpoints on the last block of the last two user
+// messages. The last one writes the history to the cache for the next
+// request; the one before is where the previous request wrote, so that
+// this one reads it even when its new blocks are more than the API looks
+// back over (20). With the system prompt's that makes three of the four
+// breakpoints allowed.
+func markCache(msgs []anthropicMessage) {
+	marked := 0
+	for i := len(msgs) - 1; i >= 0 && marked < 2; i-- {
+		if c := msgs[i].Content; msgs[i].Role == string(RoleUser) && len(c) > 0 {
+			c[len(c)-1].CacheControl = ephemeral
+			marked++
+		}
+	}
 }
 
 func parseAnthropic(raw []byte) (Response, error) {
@@ -146,8 +179,10 @@ func parseAnthropic(raw []byte) (Response, error) {
 		StopReason: r.StopReason,
 		Truncated:  r.StopReason == "max_tokens",
 		Usage: Usage{
-			InputTokens:  r.Usage.InputTokens + r.Usage.CacheCreationInputTokens + r.Usage.CacheReadInputTokens,
-			OutputTokens: r.Usage.OutputTokens,
+			InputTokens:      r.Usage.InputTokens + r.Usage.CacheCreationInputTokens + r.Usage.CacheReadInputTokens,
+			OutputTokens:     r.Usage.OutputTokens,
+			CacheReadTokens:  r.Usage.CacheReadInputTokens,
+			CacheWriteTokens: r.Usage.CacheCreationInputTokens,
 		},
 	}
 	var text []string

@@ -21,13 +21,24 @@ type turn struct {
 	calls []call
 	// truncated ends the answer at the output limit.
 	truncated bool
-	in, out   int64
+	// in counts all input tokens; cacheRead and cacheWrite are parts of it.
+	in, out               int64
+	cacheRead, cacheWrite int64
 	// status, when not 200, makes the answer an API error of errType.
 	status  int
 	errType string
+	// message replaces the error's scripted message.
+	message string
 	header  map[string]string
 	// raw replaces the whole body.
 	raw string
+}
+
+func (t turn) errorMessage() string {
+	if t.message != "" {
+		return t.message
+	}
+	return "scripted " + t.errType
 }
 
 type call struct{ name, args string }
@@ -43,9 +54,18 @@ type wire interface {
 	// encode renders the n-th answer (1-based).
 	encode(t turn, n int) (status int, header http.Header, body string)
 	// check fails the test when a request breaks the API's rules, and
-	// returns the tool results the request carries back to the model.
-	check(t *testing.T, r *http.Request, body []byte) []ToolResult
+	// returns what the fake needs of it.
+	check(t *testing.T, r *http.Request, body []byte) request
 	provider(url string, retry RetryPolicy) Provider
+}
+
+// request is what the fake read from one request.
+type request struct {
+	// results are the tool results it carries back to the model.
+	results   []ToolResult
+	maxTokens int
+	// refusal, when set, is why the real API answers it with a 400.
+	refusal string
 }
 
 // fakeAPI serves a script of turns, one per request, and records what the
@@ -55,11 +75,17 @@ type fakeAPI struct {
 	wire   wire
 	server *httptest.Server
 
+	// contextWindow, when set, refuses a request whose input (the next
+	// turn's in) and max_tokens do not fit, as vLLM does.
+	contextWindow int64
+
 	mu       sync.Mutex
 	script   []turn
 	requests int
-	// results holds, per request, the tool results it carried.
-	results [][]ToolResult
+	// seen holds what each request carried, refused ones included.
+	seen []request
+	// bodies are the requests' bodies.
+	bodies []string
 }
 
 func newFakeAPI(t *testing.T, w wire, script ...turn) *fakeAPI {
@@ -76,18 +102,26 @@ func (f *fakeAPI) serve(rw http.ResponseWriter, r *http.Request) {
 		http.NotFound(rw, r)
 		return
 	}
-	results := f.wire.check(f.t, r, body)
+	req := f.wire.check(f.t, r, body)
 	f.mu.Lock()
-	f.requests++
-	n := f.requests
-	f.results = append(f.results, results)
+	f.seen = append(f.seen, req)
+	f.bodies = append(f.bodies, string(body))
 	var next turn
-	if n <= len(f.script) {
-		next = f.script[n-1]
-	} else {
+	switch n := f.requests + 1; {
+	case req.refusal != "":
+		next = turn{status: 400, errType: "invalid_request_error", message: req.refusal}
+	case n > len(f.script):
 		f.t.Errorf("request %d, but the script has %d turns", n, len(f.script))
 		next = turn{status: 500, errType: "api_error"}
+	case f.contextWindow > 0 && f.script[n-1].in+int64(req.maxTokens) > f.contextWindow:
+		next = turn{status: 400, errType: "BadRequestError", message: fmt.Sprintf(
+			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion).",
+			f.contextWindow, f.script[n-1].in+int64(req.maxTokens), f.script[n-1].in, req.maxTokens)}
+	default:
+		f.requests = n
+		next = f.script[n-1]
 	}
+	n := len(f.seen)
 	f.mu.Unlock()
 	status, header, out := f.wire.encode(next, n)
 	for k, v := range header {
@@ -107,13 +141,26 @@ func (f *fakeAPI) count() int {
 }
 
 // sent returns the tool results of request n (1-based).
-func (f *fakeAPI) sent(n int) []ToolResult {
+func (f *fakeAPI) sent(n int) []ToolResult { return f.request(n).results }
+
+// request returns what request n (1-based) carried.
+func (f *fakeAPI) request(n int) request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if n > len(f.results) {
-		return nil
+	if n > len(f.seen) {
+		return request{}
 	}
-	return f.results[n-1]
+	return f.seen[n-1]
+}
+
+// body returns the body of request n (1-based).
+func (f *fakeAPI) body(n int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n > len(f.bodies) {
+		return ""
+	}
+	return f.bodies[n-1]
 }
 
 func headerOf(m map[string]string) http.Header {
@@ -145,7 +192,7 @@ func (anthropicWire) encode(t turn, n int) (int, http.Header, string) {
 	if t.status != 0 && t.status != 200 {
 		body, _ := json.Marshal(map[string]any{
 			"type":       "error",
-			"error":      map[string]any{"type": t.errType, "message": "scripted " + t.errType},
+			"error":      map[string]any{"type": t.errType, "message": t.errorMessage()},
 			"request_id": fmt.Sprintf("req_%04d", n),
 		})
 		return t.status, h, string(body)
@@ -169,21 +216,24 @@ func (anthropicWire) encode(t turn, n int) (int, http.Header, string) {
 	body, _ := json.Marshal(map[string]any{
 		"id": fmt.Sprintf("msg_%04d", n), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
 		"content": content, "stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": t.in, "output_tokens": t.out},
+		"usage": map[string]any{
+			"input_tokens": t.in - t.cacheRead - t.cacheWrite, "output_tokens": t.out,
+			"cache_read_input_tokens": t.cacheRead, "cache_creation_input_tokens": t.cacheWrite,
+		},
 	})
 	return 200, h, string(body)
 }
 
-func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) []ToolResult {
+func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) request {
 	for k, want := range map[string]string{"x-api-key": testKey, "anthropic-version": "2023-06-01", "content-type": "application/json"} {
 		if got := r.Header.Get(k); got != want {
 			t.Errorf("header %s = %q, want %q", k, got, want)
 		}
 	}
 	var req struct {
-		Model     string `json:"model"`
-		MaxTokens int    `json:"max_tokens"`
-		System    string `json:"system"`
+		Model     string           `json:"model"`
+		MaxTokens int              `json:"max_tokens"`
+		System    []anthropicBlock `json:"system"`
 		Messages  []struct {
 			Role    string           `json:"role"`
 			Content []anthropicBlock `json:"content"`
@@ -197,15 +247,28 @@ func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) []ToolRes
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatalf("request body: %v\n%s", err, body)
 	}
-	if req.Model == "" || req.MaxTokens <= 0 || req.System == "" || len(req.Tools) == 0 {
+	if req.Model == "" || req.MaxTokens <= 0 || len(req.System) != 1 || req.System[0].Text == "" || len(req.Tools) == 0 {
 		t.Errorf("request lacks model, max_tokens, system or tools: %s", body)
+	}
+	out := request{maxTokens: req.MaxTokens}
+	// The tools and system prompt, and the history up to the latest
+	// message, are cached for the next request.
+	breakpoints := 0
+	if len(req.System) > 0 && req.System[0].CacheControl != nil {
+		breakpoints++
+	} else {
+		t.Errorf("the system prompt has no cache_control: %s", body)
+	}
+	if n := len(req.Messages); n > 0 {
+		if c := req.Messages[n-1].Content; len(c) == 0 || c[len(c)-1].CacheControl == nil {
+			t.Errorf("the last message has no cache_control at its end: %s", body)
+		}
 	}
 	for _, tool := range req.Tools {
 		if tool.Name == "" || tool.Description == "" || !isJSONObject(tool.InputSchema) {
 			t.Errorf("tool %+v lacks a name, description or input_schema", tool)
 		}
 	}
-	var results []ToolResult
 	for i, m := range req.Messages {
 		want := "user"
 		if i%2 == 1 {
@@ -224,6 +287,9 @@ func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) []ToolRes
 		}
 		seenText := false
 		for _, b := range m.Content {
+			if b.CacheControl != nil {
+				breakpoints++
+			}
 			switch b.Type {
 			case "tool_result":
 				if seenText {
@@ -234,12 +300,12 @@ func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) []ToolRes
 				}
 				delete(uses, b.ToolUseID)
 				if i == len(req.Messages)-1 {
-					results = append(results, ToolResult{CallID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
+					out.results = append(out.results, ToolResult{CallID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
 				}
 			case "text":
 				seenText = true
 				if strings.TrimSpace(b.Text) == "" {
-					t.Errorf("message %d: empty text block", i)
+					out.refusal = "messages: text content blocks must contain non-whitespace text"
 				}
 			case "tool_use":
 				if m.Role != "assistant" || !isJSONObject(b.Input) {
@@ -253,7 +319,10 @@ func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) []ToolRes
 			t.Errorf("message %d: no tool_result for %v", i, uses)
 		}
 	}
-	return results
+	if breakpoints > 4 {
+		out.refusal = fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", breakpoints)
+	}
+	return out
 }
 
 // openaiWire follows the Chat Completions reference: message.tool_calls
@@ -276,7 +345,7 @@ func (openaiWire) encode(t turn, n int) (int, http.Header, string) {
 	}
 	if t.status != 0 && t.status != 200 {
 		body, _ := json.Marshal(map[string]any{"error": map[string]any{
-			"message": "scripted " + t.errType, "type": t.errType, "param": nil, "code": t.errType,
+			"message": t.errorMessage(), "type": t.errType, "param": nil, "code": t.errType,
 		}})
 		return t.status, h, string(body)
 	}
@@ -304,12 +373,15 @@ func (openaiWire) encode(t turn, n int) (int, http.Header, string) {
 	body, _ := json.Marshal(map[string]any{
 		"id": fmt.Sprintf("chatcmpl-%04d", n), "object": "chat.completion", "created": 1700000000 + n, "model": "gpt-4.1-2025-04-14",
 		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": t.in, "completion_tokens": t.out, "total_tokens": t.in + t.out},
+		"usage": map[string]any{
+			"prompt_tokens": t.in, "completion_tokens": t.out, "total_tokens": t.in + t.out,
+			"prompt_tokens_details": map[string]any{"cached_tokens": t.cacheRead},
+		},
 	})
 	return 200, h, string(body)
 }
 
-func (openaiWire) check(t *testing.T, r *http.Request, body []byte) []ToolResult {
+func (openaiWire) check(t *testing.T, r *http.Request, body []byte) request {
 	if got, want := r.Header.Get("authorization"), "Bearer "+testKey; got != want {
 		t.Errorf("authorization = %q, want %q", got, want)
 	}
@@ -380,7 +452,7 @@ func (openaiWire) check(t *testing.T, r *http.Request, body []byte) []ToolResult
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role != "tool" {
 		results = nil
 	}
-	return results
+	return request{results: results, maxTokens: req.MaxTokens}
 }
 
 var wires = []wire{anthropicWire{}, openaiWire{}}

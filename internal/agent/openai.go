@@ -88,8 +88,13 @@ type openaiResponse struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			// CachedTokens is the part of PromptTokens the API cached on
+			// its own, for prompts from 1024 tokens on.
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 }
 
@@ -153,7 +158,7 @@ func toOpenAI(m Message) []openaiMessage {
 		return out
 	}
 	msg := openaiMessage{Role: string(m.Role)}
-	if m.Text != "" || len(m.ToolCalls) == 0 {
+	if strings.TrimSpace(m.Text) != "" || len(m.ToolCalls) == 0 {
 		text := m.Text
 		msg.Content = &text
 	}
@@ -180,6 +185,9 @@ func parseOpenAI(raw []byte) (Response, error) {
 	resp := Response{StopReason: choice.FinishReason, Truncated: choice.FinishReason == "length"}
 	if r.Usage != nil {
 		resp.Usage = Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens}
+		if d := r.Usage.PromptTokensDetails; d != nil {
+			resp.Usage.CacheReadTokens = d.CachedTokens
+		}
 	}
 	if c := choice.Message.Content; c != nil {
 		resp.Text = *c

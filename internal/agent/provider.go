@@ -78,13 +78,23 @@ type Response struct {
 
 // Usage counts tokens.
 type Usage struct {
+	// InputTokens counts all input tokens, the cached ones included, so
+	// that it means the same with and without caching.
 	InputTokens  int64 `json:"inputTokens"`
 	OutputTokens int64 `json:"outputTokens"`
+	// CacheReadTokens and CacheWriteTokens are the parts of InputTokens
+	// read from and written to the provider's prompt cache; they are
+	// billed at their own rates.
+	CacheReadTokens  int64 `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{
+		InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+	}
 }
 
 // Total is input plus output tokens.

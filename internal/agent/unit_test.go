@@ -77,11 +77,11 @@ func TestPrices(t *testing.T) {
 		want  Price
 		ok    bool
 	}{
-		"dated release":        {model: "claude-sonnet-4-5-20250929", want: Price{3, 15}, ok: true},
-		"longest prefix":       {model: "gpt-4o-mini-2024-07-18", want: Price{0.15, 0.6}, ok: true},
-		"family":               {model: "gpt-4o-2024-08-06", want: Price{2.5, 10}, ok: true},
-		"newer opus":           {model: "claude-opus-4-5", want: Price{5, 25}, ok: true},
-		"older opus":           {model: "claude-opus-4-1-20250805", want: Price{15, 75}, ok: true},
+		"dated release":        {model: "claude-sonnet-4-5-20250929", want: Price{Input: 3, Output: 15}, ok: true},
+		"longest prefix":       {model: "gpt-4o-mini-2024-07-18", want: Price{Input: 0.15, Output: 0.6, CacheRead: 0.075}, ok: true},
+		"family":               {model: "gpt-4o-2024-08-06", want: Price{Input: 2.5, Output: 10, CacheRead: 1.25}, ok: true},
+		"newer opus":           {model: "claude-opus-4-5", want: Price{Input: 5, Output: 25}, ok: true},
+		"older opus":           {model: "claude-opus-4-1-20250805", want: Price{Input: 15, Output: 75}, ok: true},
 		"self-hosted, unknown": {model: "Qwen/Qwen2.5-Coder-32B-Instruct", ok: false},
 	}
 	for name, tc := range cases {
@@ -93,13 +93,13 @@ func TestPrices(t *testing.T) {
 		})
 	}
 	over := DefaultPrices.With(PriceTable{"Qwen/": {Input: 0.1, Output: 0.2}, "gpt-4o": {Input: 1, Output: 1}})
-	if p, ok := over.Lookup("Qwen/Qwen2.5-Coder-32B-Instruct"); !ok || p != (Price{0.1, 0.2}) {
+	if p, ok := over.Lookup("Qwen/Qwen2.5-Coder-32B-Instruct"); !ok || p != (Price{Input: 0.1, Output: 0.2}) {
 		t.Errorf("override lookup = %v, %t", p, ok)
 	}
-	if p, _ := over.Lookup("gpt-4o"); p != (Price{1, 1}) {
+	if p, _ := over.Lookup("gpt-4o"); p != (Price{Input: 1, Output: 1}) {
 		t.Errorf("overridden gpt-4o = %v", p)
 	}
-	if p, _ := DefaultPrices.Lookup("gpt-4o"); p != (Price{2.5, 10}) {
+	if p, _ := DefaultPrices.Lookup("gpt-4o"); p != (Price{Input: 2.5, Output: 10, CacheRead: 1.25}) {
 		t.Errorf("With changed the default table: gpt-4o = %v", p)
 	}
 }
@@ -120,9 +120,11 @@ func TestLoadPrices(t *testing.T) {
 		want    PriceTable
 		err     string
 	}{
-		"table":    {content: `{"my-model": {"input": 0.5, "output": 1.5}}`, want: PriceTable{"my-model": {0.5, 1.5}}},
-		"negative": {content: `{"m": {"input": -1, "output": 1}}`, err: "cannot be negative"},
-		"not JSON": {content: `my-model: 1`, err: "want {\"model\""},
+		"table":          {content: `{"my-model": {"input": 0.5, "output": 1.5}}`, want: PriceTable{"my-model": {Input: 0.5, Output: 1.5}}},
+		"cache":          {content: `{"m": {"input": 1, "output": 2, "cacheRead": 0.1, "cacheWrite": 1.25}}`, want: PriceTable{"m": {Input: 1, Output: 2, CacheRead: 0.1, CacheWrite: 1.25}}},
+		"negative":       {content: `{"m": {"input": -1, "output": 1}}`, err: "cannot be negative"},
+		"negative cache": {content: `{"m": {"input": 1, "output": 1, "cacheRead": -1}}`, err: "cannot be negative"},
+		"not JSON":       {content: `my-model: 1`, err: "want {\"model\""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
