@@ -17,6 +17,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/agent"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/scripted"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
 // Environment of the Researcher contract beyond what scripted reads.
@@ -130,19 +131,6 @@ Cached input tokens are counted and priced at the cache rates.`,
 	fl.Float64Var(&f.priceCacheWrite, "price-cache-write", 0, "this model's price of input tokens written to the cache in US dollars per million (default 1.25× input for anthropic)")
 	fl.IntVar(&f.retries, "retries", 8, "tries per model call when the API is overloaded or rate-limits")
 	return cmd
-}
-
-// agentReport is what the agent writes to $AUTORESEARCH_RESULT_FILE.
-// Error is extra to the contract's fields: readers ignore it, humans see it.
-// InputTokens counts cached input tokens too; the cache fields say how
-// many of them were read from or written to the cache.
-type agentReport struct {
-	InputTokens      int64  `json:"inputTokens"`
-	OutputTokens     int64  `json:"outputTokens"`
-	CacheReadTokens  int64  `json:"cacheReadTokens,omitempty"`
-	CacheWriteTokens int64  `json:"cacheWriteTokens,omitempty"`
-	Cost             string `json:"cost,omitempty"`
-	Error            string `json:"error,omitempty"`
 }
 
 func runAgent(cmd *cobra.Command, f agentFlags) error {
@@ -302,7 +290,7 @@ func agentFixedFiles(flags []string, env string) []string {
 
 func writeAgentReport(path string, res agent.Result, runErr error, redact *agent.Redactor) error {
 	u := res.Usage
-	report := agentReport{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+	report := steps.ResearcherReport{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, Cost: res.CostString()}
 	if runErr != nil {
 		report.Error = redact.String(runErr.Error())

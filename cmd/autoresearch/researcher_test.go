@@ -22,6 +22,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
 // agentTestKey is the key the fake API expects; no output may show it.
@@ -293,23 +294,23 @@ func TestAgentCommand(t *testing.T) {
 		code  int
 		// out must appear in the output, err in the error.
 		out, err string
-		report   agentReport
+		report   steps.ResearcherReport
 	}{
 		"code ready": {mode: "edit", code: 0, out: "Code ready\n",
-			report: agentReport{InputTokens: 2000, OutputTokens: 200, Cost: "0.009"}},
+			report: steps.ResearcherReport{InputTokens: 2000, OutputTokens: 200, Cost: "0.009"}},
 		"turn budget": {mode: "loop", flags: []string{"--max-turns", "2"}, code: exitBudgetSpent,
 			err:    `turns budget spent before "Code ready": used 2 of 2 (--max-turns); no strategy recorded`,
-			report: agentReport{InputTokens: 2000, OutputTokens: 200, Cost: "0.009", Error: `turns budget spent before "Code ready": used 2 of 2 (--max-turns); no strategy recorded`}},
+			report: steps.ResearcherReport{InputTokens: 2000, OutputTokens: 200, Cost: "0.009", Error: `turns budget spent before "Code ready": used 2 of 2 (--max-turns); no strategy recorded`}},
 		"price from flags": {mode: "edit", flags: []string{"--price-input", "1", "--price-output", "2"}, code: 0,
-			report: agentReport{InputTokens: 2000, OutputTokens: 200, Cost: "0.0024"}},
+			report: steps.ResearcherReport{InputTokens: 2000, OutputTokens: 200, Cost: "0.0024"}},
 		// 200 input tokens at $3, 900 written at $3.75 and 900 read at $0.30
 		// per million, 200 output tokens at $15.
 		"cached": {mode: "cached", code: 0, out: "(900 input tokens read from the cache, 900 written to it)",
-			report: agentReport{InputTokens: 2000, OutputTokens: 200, CacheReadTokens: 900, CacheWriteTokens: 900, Cost: "0.007245"}},
+			report: steps.ResearcherReport{InputTokens: 2000, OutputTokens: 200, CacheReadTokens: 900, CacheWriteTokens: 900, Cost: "0.007245"}},
 		"cache price from flags": {mode: "cached", flags: []string{"--price-cache-read", "0.6", "--price-cache-write", "3"}, code: 0,
-			report: agentReport{InputTokens: 2000, OutputTokens: 200, CacheReadTokens: 900, CacheWriteTokens: 900, Cost: "0.00684"}},
+			report: steps.ResearcherReport{InputTokens: 2000, OutputTokens: 200, CacheReadTokens: 900, CacheWriteTokens: 900, Cost: "0.00684"}},
 		"rejected key": {mode: "unauthorized", code: 1, err: "anthropic: HTTP 401 authentication_error: invalid x-api-key (request req_401) — the API key was rejected; check the key in ANTHROPIC_API_KEY",
-			report: agentReport{Cost: "0", Error: "anthropic: HTTP 401 authentication_error: invalid x-api-key (request req_401) — the API key was rejected; check the key in ANTHROPIC_API_KEY"}},
+			report: steps.ResearcherReport{Cost: "0", Error: "anthropic: HTTP 401 authentication_error: invalid x-api-key (request req_401) — the API key was rejected; check the key in ANTHROPIC_API_KEY"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -329,7 +330,7 @@ func TestAgentCommand(t *testing.T) {
 			if !strings.Contains(out, tc.out) {
 				t.Errorf("output lacks %q:\n%s", tc.out, out)
 			}
-			var report agentReport
+			var report steps.ResearcherReport
 			if err := json.Unmarshal([]byte(readResearcherFile(t, resultFile)), &report); err != nil {
 				t.Fatal(err)
 			}

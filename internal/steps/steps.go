@@ -148,10 +148,14 @@ func Decode(message string, v any) error {
 // ResearcherReport is what a Researcher may write to
 // $AUTORESEARCH_RESULT_FILE about its own consumption; on a cluster that
 // file is its container's termination message. Every field is optional.
+// InputTokens counts cached input tokens too; the cache fields say how
+// many of them were read from or written to a prompt cache.
 type ResearcherReport struct {
-	InputTokens  int64  `json:"inputTokens,omitempty"`
-	OutputTokens int64  `json:"outputTokens,omitempty"`
-	Cost         string `json:"cost,omitempty"`
+	InputTokens      int64  `json:"inputTokens,omitempty"`
+	OutputTokens     int64  `json:"outputTokens,omitempty"`
+	CacheReadTokens  int64  `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int64  `json:"cacheWriteTokens,omitempty"`
+	Cost             string `json:"cost,omitempty"`
 	// Error is why a failed Researcher gave up.
 	Error string `json:"error,omitempty"`
 }
