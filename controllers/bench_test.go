@@ -79,7 +79,7 @@ func benchmarkOperator(b *testing.B, n int) {
 			Fixed:      v1alpha1.FixedSpec{Files: []string{"eval.py"}, TimeLimit: metav1.Duration{Duration: time.Minute}},
 			Variable:   v1alpha1.VariableSpec{Files: []string{"train.py"}},
 			Train:      v1alpha1.TrainSpec{Command: "python train.py", GPUs: 1},
-			Eval:       v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.Minimize, Command: "python eval.py"},
+			Eval:       v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize, Command: "python eval.py"},
 			Researcher: v1alpha1.ResearcherSpec{Command: "agent"},
 		}}
 		if err := k8s.Create(ctx, ar); err != nil {

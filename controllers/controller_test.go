@@ -35,7 +35,7 @@ func createExperiment(t *testing.T, ns string, edit func(*v1alpha1.AutoResearchS
 				NodeSelector: map[string]string{"gpu": "h100"},
 				Tolerations:  []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}},
 			},
-			Eval: v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.Minimize, Command: "python eval.py"},
+			Eval: v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize, Command: "python eval.py"},
 			Researcher: v1alpha1.ResearcherSpec{
 				Command: "claude -p \"$(cat $AUTORESEARCH_PROMPT_FILE)\"", Image: "agents/claude:1",
 				Env: []corev1.EnvVar{{Name: "ANTHROPIC_API_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -290,7 +290,7 @@ func createNamed(t *testing.T, ns, name string, edit func(*v1alpha1.AutoResearch
 		Fixed:      v1alpha1.FixedSpec{Files: []string{"eval.py"}, TimeLimit: metav1.Duration{Duration: 60_000_000_000}},
 		Variable:   v1alpha1.VariableSpec{Files: []string{"train.py"}},
 		Train:      v1alpha1.TrainSpec{Command: "python train.py"},
-		Eval:       v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.Minimize, Command: "python eval.py"},
+		Eval:       v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize, Command: "python eval.py"},
 		Researcher: v1alpha1.ResearcherSpec{Command: "agent"},
 	}}
 	if edit != nil {

@@ -43,7 +43,7 @@ func (r *AutoResearchReconciler) announce(ar *v1alpha1.AutoResearch, old *v1alph
 			r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, a.Reason, actionWarn, "%s", a.Message)
 		}
 	}
-	if cr := cur.CurrentRound; cr != nil && cr.StepState == v1alpha1.StepRunning {
+	if cr := cur.CurrentRound; cr != nil && cr.StepState == v1alpha1.StepStateRunning {
 		if p := old.CurrentRound; p == nil || p.Number != cr.Number || p.Step != cr.Step || p.StepState != cr.StepState {
 			r.recorder.Eventf(ar, nil, corev1.EventTypeNormal, reasonStepStarted, actionStart, "%s", round.Task(cr.Tasks, cr.Step))
 		}

@@ -11,8 +11,8 @@ import (
 type Direction string
 
 const (
-	Maximize Direction = "maximize"
-	Minimize Direction = "minimize"
+	DirectionMaximize Direction = "maximize"
+	DirectionMinimize Direction = "minimize"
 )
 
 // AutoResearchSpec is the research protocol: what to improve, which files are
@@ -616,8 +616,8 @@ type BaselineResult struct {
 type StepState string
 
 const (
-	StepPending StepState = "Pending"
-	StepRunning StepState = "Running"
+	StepStatePending StepState = "Pending"
+	StepStateRunning StepState = "Running"
 )
 
 // RoundStatus is the round in progress.

@@ -85,7 +85,7 @@ func (s *AutoResearchSpec) Validate() error {
 	if !metricNameRE.MatchString(s.Eval.Metric) {
 		bad("eval.metric", "required: the metric name the eval command prints, such as val_bpb")
 	}
-	if s.Eval.Direction != Maximize && s.Eval.Direction != Minimize {
+	if s.Eval.Direction != DirectionMaximize && s.Eval.Direction != DirectionMinimize {
 		bad("eval.direction", "must be maximize or minimize, got %q", s.Eval.Direction)
 	}
 	if strings.TrimSpace(s.Eval.Command) == "" {

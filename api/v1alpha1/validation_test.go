@@ -15,7 +15,7 @@ func validSpec() AutoResearchSpec {
 		Fixed:            FixedSpec{Files: []string{"eval.py"}, TimeLimit: metav1.Duration{Duration: time.Minute}},
 		Variable:         VariableSpec{Files: []string{"train.py"}},
 		Train:            TrainSpec{Command: "python train.py"},
-		Eval:             EvalSpec{Metric: "val_bpb", Direction: Minimize, Command: "python eval.py"},
+		Eval:             EvalSpec{Metric: "val_bpb", Direction: DirectionMinimize, Command: "python eval.py"},
 		Researcher:       ResearcherSpec{Command: "agent"},
 	}
 }

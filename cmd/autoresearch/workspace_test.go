@@ -51,7 +51,7 @@ var toySpec = v1alpha1.AutoResearchSpec{
 	MaxRounds: 2,
 	Fixed:     v1alpha1.FixedSpec{Files: []string{"eval.sh"}},
 	Variable:  v1alpha1.VariableSpec{Files: []string{"train.sh"}},
-	Eval:      v1alpha1.EvalSpec{Metric: "score", Direction: v1alpha1.Maximize, Command: "./eval.sh"},
+	Eval:      v1alpha1.EvalSpec{Metric: "score", Direction: v1alpha1.DirectionMaximize, Command: "./eval.sh"},
 }
 
 // TestWorkspaceStepsThroughTheBuilders runs a baseline and two rounds, one

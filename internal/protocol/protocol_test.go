@@ -114,7 +114,7 @@ func TestParseCurrentLayout(t *testing.T) {
 			Range: "attention kernel implementation (Triton or CUDA), block sizes, memory layout; the model and optimizer stay as they are",
 		},
 		Train: v1alpha1.TrainSpec{Command: "python train.py"},
-		Eval:  v1alpha1.EvalSpec{Metric: "step_ms", Direction: v1alpha1.Minimize, Command: "python evaluate.py --steps 50"},
+		Eval:  v1alpha1.EvalSpec{Metric: "step_ms", Direction: v1alpha1.DirectionMinimize, Command: "python evaluate.py --steps 50"},
 		Profile: &v1alpha1.ProfileSpec{
 			Command:         "python -m torch.utils.bottleneck train.py --steps 20",
 			ExpectedRuntime: durationPtr(30 * time.Second),
@@ -158,7 +158,7 @@ func TestParseOlderLayout(t *testing.T) {
 				"- No pretrained weights; no extra data",
 		},
 		Train: v1alpha1.TrainSpec{Command: "python3 train.py"},
-		Eval:  v1alpha1.EvalSpec{Metric: "test_acc", Direction: v1alpha1.Maximize, Command: "python3 evaluate.py --checkpoint model.pt"},
+		Eval:  v1alpha1.EvalSpec{Metric: "test_acc", Direction: v1alpha1.DirectionMaximize, Command: "python3 evaluate.py --checkpoint model.pt"},
 	}
 	if diff := cmp.Diff(want, res.Object.Spec); diff != "" {
 		t.Errorf("spec (-want +got):\n%s", diff)
@@ -351,7 +351,7 @@ func TestParseHeadingsAndKeys(t *testing.T) {
 		"direction spelling":  {"direction": "- direction: Maximise (higher is better)"},
 		"fenced eval command": {"command": "- command:\n  ```bash\n  python evaluate.py\n  ```"},
 	}
-	want := v1alpha1.EvalSpec{Metric: "acc", Direction: v1alpha1.Maximize, Command: "python evaluate.py"}
+	want := v1alpha1.EvalSpec{Metric: "acc", Direction: v1alpha1.DirectionMaximize, Command: "python evaluate.py"}
 	for name, replace := range cases {
 		t.Run(name, func(t *testing.T) {
 			res := parse(t, protocol(replace), nil)

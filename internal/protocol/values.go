@@ -111,9 +111,9 @@ func parseMetricValue(v string) (metric, value string, err error) {
 func parseDirection(v string) (v1alpha1.Direction, error) {
 	switch strings.ToLower(stripNote(v)) {
 	case "maximize", "maximise", "max", "higher", "higher is better", "larger is better":
-		return v1alpha1.Maximize, nil
+		return v1alpha1.DirectionMaximize, nil
 	case "minimize", "minimise", "min", "lower", "lower is better", "smaller is better":
-		return v1alpha1.Minimize, nil
+		return v1alpha1.DirectionMinimize, nil
 	}
 	return "", fmt.Errorf("%q is neither maximize nor minimize", v)
 }

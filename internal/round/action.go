@@ -31,7 +31,7 @@ func CurrentAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchSta
 		return finishAction(spec, st)
 	}
 	cr := st.CurrentRound
-	if cr == nil || cr.StepState != v1alpha1.StepRunning || len(cr.Candidates) == 0 {
+	if cr == nil || cr.StepState != v1alpha1.StepStateRunning || len(cr.Candidates) == 0 {
 		return Action{}, false
 	}
 	a := Action{Round: cr.Number, BaseCommit: cr.BaseCommit}

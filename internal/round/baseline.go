@@ -35,7 +35,7 @@ func (e *engine) workspaceReady(w WorkspaceResult) {
 	e.st.CurrentRound = &v1alpha1.RoundStatus{
 		Number:     0,
 		Step:       v1alpha1.StepTrain,
-		StepState:  v1alpha1.StepPending,
+		StepState:  v1alpha1.StepStatePending,
 		BaseCommit: w.StartCommit,
 		StartTime:  e.now.DeepCopy(),
 		Tasks:      e.baselineTasks(),

@@ -44,7 +44,7 @@ func testSpec() *v1alpha1.AutoResearchSpec {
 		Fixed:            v1alpha1.FixedSpec{Files: []string{"prepare.py"}, TimeLimit: metav1.Duration{Duration: 5 * time.Minute}},
 		Variable:         v1alpha1.VariableSpec{Files: []string{"train.py"}},
 		Train:            v1alpha1.TrainSpec{Command: "uv run train.py", GPUs: 1},
-		Eval:             v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.Minimize, Command: "uv run eval.py"},
+		Eval:             v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize, Command: "uv run eval.py"},
 		Researcher:       v1alpha1.ResearcherSpec{Command: "researcher"},
 	}
 }
@@ -119,7 +119,7 @@ func (d *driver) advanceTo(step v1alpha1.Step) {
 			d.t.Fatalf("cannot advance from R%d %s to %s", n, d.st.CurrentRound.Step, step)
 		}
 	}
-	if d.st.CurrentRound.StepState != v1alpha1.StepRunning {
+	if d.st.CurrentRound.StepState != v1alpha1.StepStateRunning {
 		d.t.Fatalf("R%d %s is %s, want Running", d.current(), step, d.st.CurrentRound.StepState)
 	}
 }

@@ -96,7 +96,7 @@ func (e *engine) handle(obs Observation) {
 // current are stale and ignored.
 func (e *engine) expect(obs Observation, step v1alpha1.Step) bool {
 	cr := e.st.CurrentRound
-	if cr == nil || cr.Number != obs.Round || cr.Step != step || cr.StepState != v1alpha1.StepRunning ||
+	if cr == nil || cr.Number != obs.Round || cr.Step != step || cr.StepState != v1alpha1.StepStateRunning ||
 		obs.Candidate < 0 || int(obs.Candidate) >= len(cr.Candidates) {
 		return false
 	}
@@ -125,10 +125,10 @@ func (e *engine) tick(resumed bool) {
 		e.nextRound()
 		return
 	}
-	if resumed && cr.StepState == v1alpha1.StepRunning {
+	if resumed && cr.StepState == v1alpha1.StepStateRunning {
 		e.restartInterrupted(cr)
 	}
-	if cr.StepState == v1alpha1.StepPending {
+	if cr.StepState == v1alpha1.StepStatePending {
 		e.startStep()
 		return
 	}
@@ -158,7 +158,7 @@ func (e *engine) activePhase() v1alpha1.Phase {
 func (e *engine) advance(step v1alpha1.Step) {
 	cr := e.st.CurrentRound
 	cr.Step = step
-	cr.StepState = v1alpha1.StepPending
+	cr.StepState = v1alpha1.StepStatePending
 	e.startStep()
 }
 
@@ -188,7 +188,7 @@ func (e *engine) nextRound() {
 	e.st.CurrentRound = &v1alpha1.RoundStatus{
 		Number:     n,
 		Step:       v1alpha1.StepResearcher,
-		StepState:  v1alpha1.StepPending,
+		StepState:  v1alpha1.StepStatePending,
 		BaseCommit: base,
 		StartTime:  e.now.DeepCopy(),
 		Note:       strings.Join(e.spec.Guidance[seen:], "; "),

@@ -14,7 +14,7 @@ import (
 func (e *engine) judge(value, best float64) (v1alpha1.Verdict, string) {
 	name := e.spec.Eval.Metric
 	better := value < best
-	if e.spec.Eval.Direction == v1alpha1.Maximize {
+	if e.spec.Eval.Direction == v1alpha1.DirectionMaximize {
 		better = value > best
 	}
 	// Decimal inputs such as 1.0 and 0.98 must not differ by float residue.
@@ -56,7 +56,7 @@ func targetReached(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchSta
 	if err != nil {
 		return false
 	}
-	if spec.Eval.Direction == v1alpha1.Maximize {
+	if spec.Eval.Direction == v1alpha1.DirectionMaximize {
 		return best >= target
 	}
 	return best <= target

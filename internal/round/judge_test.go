@@ -21,7 +21,7 @@ func TestNextVerdicts(t *testing.T) {
 		Actions    []Action
 	}
 	maximize := func(s *v1alpha1.AutoResearchSpec) {
-		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.Maximize
+		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.DirectionMaximize
 		s.Baseline = &v1alpha1.BaselineSpec{Value: "0.8"}
 	}
 	minDelta := func(v string) func(*v1alpha1.AutoResearchSpec) {
@@ -316,7 +316,7 @@ func TestNextVerdicts(t *testing.T) {
 				ActionCheckCompliance: v1alpha1.StepCompliance, ActionRunTrain: v1alpha1.StepTrain, ActionRunEval: v1alpha1.StepEval,
 				ActionCommit: v1alpha1.StepGit, ActionRollback: v1alpha1.StepGit,
 			}[tc.want.Actions[0].Type]
-			if cr.Step != wantStep || cr.StepState != v1alpha1.StepRunning {
+			if cr.Step != wantStep || cr.StepState != v1alpha1.StepStateRunning {
 				t.Errorf("step = %s %s, want %s Running", cr.Step, cr.StepState, wantStep)
 			}
 		})

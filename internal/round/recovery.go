@@ -22,7 +22,7 @@ func (e *engine) startStep() {
 		e.st.Message = fmt.Sprintf("resumed at R%d %s", cr.Number, cr.Step)
 	}
 	e.st.Phase = e.activePhase()
-	cr.StepState = v1alpha1.StepRunning
+	cr.StepState = v1alpha1.StepStateRunning
 	cr.StepStartTime = e.now.DeepCopy()
 	e.emitCurrent()
 }
@@ -32,18 +32,18 @@ func (e *engine) startStep() {
 // repeated; a git step with a verdict is redone.
 func (e *engine) restartInterrupted(cr *v1alpha1.RoundStatus) {
 	if cr.Step == v1alpha1.StepGit {
-		cr.StepState = v1alpha1.StepPending
+		cr.StepState = v1alpha1.StepStatePending
 		return
 	}
 	if cr.Number == 0 {
 		cr.Step = v1alpha1.StepTrain
-		cr.StepState = v1alpha1.StepPending
+		cr.StepState = v1alpha1.StepStatePending
 		return
 	}
 	e.st.Message = fmt.Sprintf("round %d was interrupted before its verdict; rolled back and restarted", cr.Number)
 	e.emit(Action{Type: ActionWarn, Round: cr.Number, Reason: v1alpha1.ReasonRoundRestarted, Message: e.st.Message})
 	cr.Step = v1alpha1.StepResearcher
-	cr.StepState = v1alpha1.StepPending
+	cr.StepState = v1alpha1.StepStatePending
 	cr.Candidates = []v1alpha1.CandidateStatus{{Index: 0}}
 	cr.Tasks = e.roundTasks(cr.Number)
 }

@@ -59,7 +59,7 @@ func TestNextSuspend(t *testing.T) {
 			obs:   workspaceReady(),
 			want: view{
 				Phase: v1alpha1.PhaseSuspended, Message: "suspended before R0 Train",
-				Step: v1alpha1.StepTrain, StepState: v1alpha1.StepPending, Strategy: "baseline", Conditions: suspendedConds,
+				Step: v1alpha1.StepTrain, StepState: v1alpha1.StepStatePending, Strategy: "baseline", Conditions: suspendedConds,
 			},
 		},
 		"unsuspended baseline trains": {
@@ -69,7 +69,7 @@ func TestNextSuspend(t *testing.T) {
 			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 1, BaseCommit: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseBaseline, Message: "resumed at R0 Train",
-				Step: v1alpha1.StepTrain, StepState: v1alpha1.StepRunning, Strategy: "baseline", Conditions: runningConds,
+				Step: v1alpha1.StepTrain, StepState: v1alpha1.StepStateRunning, Strategy: "baseline", Conditions: runningConds,
 			},
 		},
 		"step result is recorded and the next step waits": {
@@ -77,7 +77,7 @@ func TestNextSuspend(t *testing.T) {
 			obs:   researched(1, "warmup schedule"),
 			want: view{
 				Phase: v1alpha1.PhaseSuspended, Message: "suspended before R1 Compliance",
-				Step: v1alpha1.StepCompliance, StepState: v1alpha1.StepPending, Strategy: "warmup schedule", Conditions: suspendedConds,
+				Step: v1alpha1.StepCompliance, StepState: v1alpha1.StepStatePending, Strategy: "warmup schedule", Conditions: suspendedConds,
 			},
 		},
 		"round result is recorded and the next round waits": {
@@ -89,7 +89,7 @@ func TestNextSuspend(t *testing.T) {
 			}}},
 			want: view{
 				Phase: v1alpha1.PhaseSuspended, Message: "suspended before R2 Researcher",
-				Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepPending, Conditions: suspendedConds,
+				Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStatePending, Conditions: suspendedConds,
 			},
 		},
 		"tick while suspended starts nothing": {
@@ -97,7 +97,7 @@ func TestNextSuspend(t *testing.T) {
 			obs:   tick(),
 			want: view{
 				Phase: v1alpha1.PhaseSuspended, Message: "suspended before R1 Compliance",
-				Step: v1alpha1.StepCompliance, StepState: v1alpha1.StepPending, Strategy: "warmup schedule", Conditions: suspendedConds,
+				Step: v1alpha1.StepCompliance, StepState: v1alpha1.StepStatePending, Strategy: "warmup schedule", Conditions: suspendedConds,
 			},
 		},
 		"unsuspending starts the pending step": {
@@ -106,7 +106,7 @@ func TestNextSuspend(t *testing.T) {
 			wantActions: []Action{{Type: ActionCheckCompliance, Round: 1, BaseCommit: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseRunning, Message: "resumed at R1 Compliance",
-				Step: v1alpha1.StepCompliance, StepState: v1alpha1.StepRunning, Strategy: "warmup schedule", Conditions: runningConds,
+				Step: v1alpha1.StepCompliance, StepState: v1alpha1.StepStateRunning, Strategy: "warmup schedule", Conditions: runningConds,
 			},
 		},
 		"running step keeps running when suspended": {
@@ -115,7 +115,7 @@ func TestNextSuspend(t *testing.T) {
 			wantActions: []Action{{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline",
-				Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepRunning, Conditions: runningConds,
+				Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning, Conditions: runningConds,
 			},
 		},
 	}
@@ -160,7 +160,7 @@ func TestNextResume(t *testing.T) {
 	}
 	restarted := view{
 		Phase: v1alpha1.PhaseRunning, Message: "round 2 was interrupted before its verdict; rolled back and restarted",
-		Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepRunning,
+		Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning,
 	}
 	restart := []Action{
 		{Type: ActionWarn, Round: 2, Reason: "RoundRestarted", Message: "round 2 was interrupted before its verdict; rolled back and restarted"},
@@ -193,7 +193,7 @@ func TestNextResume(t *testing.T) {
 				d.next(trained(0))
 			},
 			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 2, BaseCommit: startCommit}},
-			want:        view{Phase: v1alpha1.PhaseBaseline, Message: "measuring the baseline", Step: v1alpha1.StepTrain, StepState: v1alpha1.StepRunning},
+			want:        view{Phase: v1alpha1.PhaseBaseline, Message: "measuring the baseline", Step: v1alpha1.StepTrain, StepState: v1alpha1.StepStateRunning},
 		},
 		"interrupted commit is redone": {
 			setup: func(d *driver) {
@@ -203,7 +203,7 @@ func TestNextResume(t *testing.T) {
 			wantActions: []Action{{Type: ActionCommit, Round: 1, BaseCommit: startCommit, Message: "autoresearch: round 1 — val_bpb=0.9 (improved)"}},
 			want: view{
 				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline",
-				Step: v1alpha1.StepGit, StepState: v1alpha1.StepRunning, Verdict: v1alpha1.VerdictImproved,
+				Step: v1alpha1.StepGit, StepState: v1alpha1.StepStateRunning, Verdict: v1alpha1.VerdictImproved,
 			},
 		},
 		"interrupted rollback is redone": {
@@ -214,7 +214,7 @@ func TestNextResume(t *testing.T) {
 			wantActions: []Action{{Type: ActionRollback, Round: 1, BaseCommit: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline",
-				Step: v1alpha1.StepGit, StepState: v1alpha1.StepRunning, Verdict: v1alpha1.VerdictNotImproved,
+				Step: v1alpha1.StepGit, StepState: v1alpha1.StepStateRunning, Verdict: v1alpha1.VerdictNotImproved,
 			},
 		},
 		"interrupted preparation is redone": {
@@ -235,7 +235,7 @@ func TestNextResume(t *testing.T) {
 				d.spec.Suspend = true
 				d.next(researched(1, "warmup schedule"))
 			},
-			want: view{Phase: v1alpha1.PhaseSuspended, Message: "suspended before R1 Compliance", Step: v1alpha1.StepCompliance, StepState: v1alpha1.StepPending},
+			want: view{Phase: v1alpha1.PhaseSuspended, Message: "suspended before R1 Compliance", Step: v1alpha1.StepCompliance, StepState: v1alpha1.StepStatePending},
 		},
 		"failed experiment stays failed": {
 			setup: func(d *driver) {
@@ -254,7 +254,7 @@ func TestNextResume(t *testing.T) {
 				}
 			},
 			wantActions: []Action{{Type: ActionRunResearcher, Round: 4, BaseCommit: commitOf(2)}},
-			want:        view{Phase: v1alpha1.PhaseRunning, Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepRunning},
+			want:        view{Phase: v1alpha1.PhaseRunning, Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning},
 		},
 	}
 	for name, tc := range cases {

@@ -279,7 +279,7 @@ func TestScenarioMeasuredBaselineToTarget(t *testing.T) {
 
 func TestScenarioMaximizeWithPlateauToMaxRounds(t *testing.T) {
 	d := newDriver(t, func(s *v1alpha1.AutoResearchSpec) {
-		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.Maximize
+		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.DirectionMaximize
 		s.Baseline = &v1alpha1.BaselineSpec{Value: "0.5"}
 		s.MaxRounds = 5
 		s.PlateauRounds = 2

@@ -24,7 +24,7 @@ func TestNextGitResult(t *testing.T) {
 		return func(s *v1alpha1.AutoResearchSpec) { s.Target = &v }
 	}
 	maximize := func(s *v1alpha1.AutoResearchSpec) {
-		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.Maximize
+		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.DirectionMaximize
 		s.Baseline = &v1alpha1.BaselineSpec{Value: "0.8"}
 	}
 	plateau := func(n int32) func(*v1alpha1.AutoResearchSpec) {

@@ -253,7 +253,7 @@ func TestStopAfterStepThenResume(t *testing.T) {
 	}()
 	st, out := run(t, x, Options{Stop: stop})
 	if st.Phase != v1alpha1.PhaseSuspended || st.CurrentRound == nil || st.CurrentRound.Number != 2 ||
-		st.CurrentRound.Step != v1alpha1.StepEval || st.CurrentRound.StepState != v1alpha1.StepPending {
+		st.CurrentRound.Step != v1alpha1.StepEval || st.CurrentRound.StepState != v1alpha1.StepStatePending {
 		t.Fatalf("after the stop: phase %s, round %+v; want round 2 waiting to evaluate\n%s", st.Phase, st.CurrentRound, out)
 	}
 	if !strings.Contains(out, "Run the same command again to resume") {

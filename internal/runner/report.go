@@ -76,7 +76,7 @@ func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus, act
 			continue
 		}
 		switch {
-		case i == current && c.StepState == v1alpha1.StepRunning:
+		case i == current && c.StepState == v1alpha1.StepStateRunning:
 			r.printf("  ▸ %s\n", t)
 		case i < current:
 			r.printf("    %s\n", t)
