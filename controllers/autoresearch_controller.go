@@ -113,8 +113,8 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 	if err != nil {
 		return err
 	}
+	// The API server stored the spec with its defaults.
 	spec := ar.Spec.DeepCopy()
-	spec.Default()
 	obs, failure := observe(ar, spec, w)
 	if failure != nil {
 		// The child broke for reasons of its own: make it anew.

@@ -15,12 +15,12 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
@@ -74,14 +74,7 @@ func benchmarkOperator(b *testing.B, n int) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := range n {
-		ar := &v1alpha1.AutoResearch{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("b%d", i), Namespace: ns}, Spec: v1alpha1.AutoResearchSpec{
-			ResearchQuestion: "q", MaxRounds: 3,
-			Fixed:      v1alpha1.FixedSpec{Files: []string{"eval.py"}, TimeLimit: metav1.Duration{Duration: time.Minute}},
-			Variable:   v1alpha1.VariableSpec{Files: []string{"train.py"}},
-			Train:      v1alpha1.TrainSpec{Command: "python train.py", GPUs: 1},
-			Eval:       v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize, Command: "python eval.py"},
-			Researcher: v1alpha1.ResearcherSpec{Command: "agent"},
-		}}
+		ar := builder.MakeAutoResearch(fmt.Sprintf("b%d", i), ns).Question("q").MaxRounds(3).TimeLimit(time.Minute).Obj()
 		if err := k8s.Create(ctx, ar); err != nil {
 			b.Fatal(err)
 		}

@@ -57,12 +57,12 @@ type childBuilder struct {
 }
 
 func (b childBuilder) worktree() steps.Worktree {
-	return steps.Worktree{Dir: steps.WorktreeDir, Subdir: b.ar.Spec.Source.Subdir, Name: b.ar.Name}
+	return steps.Worktree{Dir: steps.WorktreeDir, Subdir: string(b.ar.Spec.Source.Subdir), Name: b.ar.Name}
 }
 
 // experimentDir is the experiment directory inside the worktree.
 func (b childBuilder) experimentDir() string {
-	return path.Join(steps.WorktreeDir, b.ar.Spec.Source.Subdir)
+	return path.Join(steps.WorktreeDir, string(b.ar.Spec.Source.Subdir))
 }
 
 func (b childBuilder) meta(name string, n int32, step string) metav1.ObjectMeta {
@@ -164,7 +164,7 @@ func (b childBuilder) initPod() *corev1.Pod {
 		Repo:      steps.SourceDir,
 		Metric:    s.Eval.Metric,
 		MaxRounds: s.MaxRounds,
-		Fixed:     s.Fixed.Files,
+		Fixed:     v1alpha1.Strings(s.Fixed.Files),
 	}
 	if g := s.Source.Git; g != nil {
 		opts.CloneURL, opts.Ref = g.URL, g.Ref
@@ -238,7 +238,7 @@ func (b childBuilder) researcherPod(a round.Action) *corev1.Pod {
 			{Name: "AUTORESEARCH_EXPERIMENT", Value: b.ar.Name},
 			{Name: "AUTORESEARCH_EXPERIENCES", Value: path.Join(b.experimentDir(), workspace.ExperiencesFile)},
 			{Name: "AUTORESEARCH_RESULT_FILE", Value: steps.TerminationMessagePath},
-			{Name: "AUTORESEARCH_FIXED_FILES", Value: strings.Join(s.Fixed.Files, ",")},
+			{Name: "AUTORESEARCH_FIXED_FILES", Value: strings.Join(v1alpha1.Strings(s.Fixed.Files), ",")},
 			{Name: "PATH", Value: steps.ToolsMount + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		}, s.Researcher.Env...),
 		VolumeMounts: []corev1.VolumeMount{
@@ -330,8 +330,8 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 	c.WorkingDir = b.experimentDir()
 	c.Env = s.Train.Env
 	c.Resources = *s.Train.Resources.DeepCopy()
-	if s.Train.GPUs > 0 {
-		gpus := *resource.NewQuantity(int64(s.Train.GPUs), resource.DecimalSI)
+	if n := ptr.Deref(s.Train.GPUs, 0); n > 0 {
+		gpus := *resource.NewQuantity(int64(n), resource.DecimalSI)
 		if c.Resources.Limits == nil {
 			c.Resources.Limits = corev1.ResourceList{}
 		}

@@ -6,15 +6,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
@@ -23,28 +28,20 @@ const experiment = "exp"
 // createExperiment applies an experiment like a user's kubectl apply.
 func createExperiment(t *testing.T, ns string, edit func(*v1alpha1.AutoResearchSpec)) {
 	t.Helper()
-	ar := &v1alpha1.AutoResearch{
-		ObjectMeta: metav1.ObjectMeta{Name: experiment, Namespace: ns},
-		Spec: v1alpha1.AutoResearchSpec{
-			ResearchQuestion: "Does a cosine schedule lower val_bpb?",
-			MaxRounds:        3,
-			Fixed:            v1alpha1.FixedSpec{Files: []string{"prepare.py", "eval.py"}, TimeLimit: metav1.Duration{Duration: 300_000_000_000}},
-			Variable:         v1alpha1.VariableSpec{Files: []string{"train.py"}},
-			Train: v1alpha1.TrainSpec{
-				Command: "python train.py", Image: "pytorch/pytorch:2.5.1", GPUs: 2,
-				NodeSelector: map[string]string{"gpu": "h100"},
-				Tolerations:  []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}},
-			},
-			Eval: v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize, Command: "python eval.py"},
-			Researcher: v1alpha1.ResearcherSpec{
-				Command: "claude -p \"$(cat $AUTORESEARCH_PROMPT_FILE)\"", Image: "agents/claude:1",
-				Env: []corev1.EnvVar{{Name: "ANTHROPIC_API_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "key",
-				}}}},
-			},
-			Source: v1alpha1.SourceSpec{Git: &v1alpha1.GitSource{URL: "https://example.com/r.git", Ref: "main"}, Subdir: "exp"},
-		},
-	}
+	ar := builder.MakeAutoResearch(experiment, ns).
+		Question("Does a cosine schedule lower val_bpb?").MaxRounds(3).
+		Fixed("prepare.py", "eval.py").
+		Train("python train.py", "pytorch/pytorch:2.5.1").GPUs(2).
+		Edit(func(s *v1alpha1.AutoResearchSpec) {
+			s.Train.NodeSelector = map[string]string{"gpu": "h100"}
+			s.Train.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
+		}).
+		Researcher("claude -p \"$(cat $AUTORESEARCH_PROMPT_FILE)\"", "agents/claude:1").
+		ResearcherEnv(corev1.EnvVar{Name: "ANTHROPIC_API_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "key",
+		}}}).
+		GitSource("https://example.com/r.git", "main", "exp").
+		Obj()
 	if edit != nil {
 		edit(&ar.Spec)
 	}
@@ -206,10 +203,52 @@ func TestExperimentRoundByRound(t *testing.T) {
 	eventually(t, "round 1's pods to go", func() (bool, error) {
 		return absent(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(1, stepResearcher)}}), nil
 	})
+
+	// A finish pod that fails is made again; the one that succeeds records
+	// the ledger's commit.
+	finishPod(t, ns, podName(3, stepFinish), 1, "git: index.lock exists")
+	eventually(t, "the failed finish pod to be replaced", func() (bool, error) {
+		pod := &corev1.Pod{}
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: podName(3, stepFinish)}, pod)
+		return err == nil && pod.Status.Phase == corev1.PodPending, client.IgnoreNotFound(err)
+	})
+	finishPod(t, ns, podName(3, stepFinish), 0, result(t, steps.GitResult{Commit: "1edge4"}))
+	waitStatus(t, ns, experiment, "the final ledger commit", func(st v1alpha1.AutoResearchStatus) bool { return st.LedgerCommit == "1edge4" })
+
+	// Deleting the experiment drops its metric series.
+	if err := k8s.Delete(context.Background(), ar); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the experiment's metric series to go", func() (bool, error) {
+		return seriesIn(bestMetric, ns)+seriesIn(roundsTotal, ns) == 0, nil
+	})
+}
+
+// seriesIn counts a metric's series of the experiments in namespace ns.
+func seriesIn(c prometheus.Collector, ns string) int {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	n := 0
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			continue
+		}
+		for _, l := range pb.GetLabel() {
+			if l.GetName() == "namespace" && l.GetValue() == ns {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Every verdict path of the engine, as the status and events show it.
 func TestVerdicts(t *testing.T) {
+	requireEnvtest(t)
 	cases := map[string]struct {
 		play    roundPlay
 		verdict v1alpha1.Verdict
@@ -285,14 +324,7 @@ func TestVerdicts(t *testing.T) {
 // workspace, the baseline (1.0) and round 1.
 func createNamed(t *testing.T, ns, name string, edit func(*v1alpha1.AutoResearchSpec)) {
 	t.Helper()
-	ar := &v1alpha1.AutoResearch{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.AutoResearchSpec{
-		ResearchQuestion: "q", MaxRounds: 3,
-		Fixed:      v1alpha1.FixedSpec{Files: []string{"eval.py"}, TimeLimit: metav1.Duration{Duration: 60_000_000_000}},
-		Variable:   v1alpha1.VariableSpec{Files: []string{"train.py"}},
-		Train:      v1alpha1.TrainSpec{Command: "python train.py"},
-		Eval:       v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize, Command: "python eval.py"},
-		Researcher: v1alpha1.ResearcherSpec{Command: "agent"},
-	}}
+	ar := builder.MakeAutoResearch(name, ns).Question("q").MaxRounds(3).TimeLimit(time.Minute).Obj()
 	if edit != nil {
 		edit(&ar.Spec)
 	}

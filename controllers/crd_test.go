@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -68,18 +69,18 @@ func TestCRDRejectsBadProtocols(t *testing.T) {
 		"missing research question":    {set("researchQuestion", nil), "spec.researchQuestion: Required value"},
 		"file both fixed and variable": {set("variable.files", []any{"train.py", "eval.py"}), "a file cannot be both fixed and variable"},
 		"no variable files":            {set("variable.files", []any{}), "spec.variable.files: Invalid value"},
-		"absolute fixed path":          {set("fixed.files", []any{"/etc/passwd"}), "fixed.files must be relative paths inside the experiment directory"},
-		"variable path escapes":        {set("variable.files", []any{"../other/train.py"}), "variable.files must be relative paths inside the experiment directory"},
-		"time limit in words":          {set("fixed.timeLimit", "5min"), "timeLimit must be a duration of at least 1s"},
-		"time limit zero":              {set("fixed.timeLimit", "0s"), "timeLimit must be a duration of at least 1s"},
-		"researcher timeout in words":  {set("researcher.timeout", "soon"), "researcher.timeout must be a duration"},
+		"absolute fixed path":          {set("fixed.files", []any{"/etc/passwd"}), "spec.fixed.files[0]: Invalid value: \"/etc/passwd\": must be a clean relative path"},
+		"variable path escapes":        {set("variable.files", []any{"../other/train.py"}), "spec.variable.files[0]: Invalid value: \"../other/train.py\": must be a clean relative path"},
+		"time limit in words":          {set("fixed.timeLimit", "5min"), "spec.fixed.timeLimit: Invalid value"},
+		"time limit zero":              {set("fixed.timeLimit", "0s"), "spec.fixed.timeLimit: Invalid value"},
+		"researcher timeout in words":  {set("researcher.timeout", "soon"), "spec.researcher.timeout: Invalid value: \"soon\": must be a duration"},
 		"missing researcher command":   {set("researcher.command", nil), "spec.researcher.command: Required value"},
 		"empty train command":          {set("train.command", ""), "spec.train.command: Invalid value"},
 		"negative GPUs":                {set("train.gpus", int64(-1)), "spec.train.gpus: Invalid value: -1"},
-		"target not a number":          {set("target", "low"), "target must be a decimal number"},
-		"baseline not a number":        {set("baseline.value", "1,5"), "baseline.value must be a decimal number"},
+		"target not a number":          {set("target", "low"), "spec.target: Invalid value: \"low\": must be a decimal number"},
+		"baseline not a number":        {set("baseline.value", "1,5"), "spec.baseline.value: Invalid value: \"1,5\": must be a decimal number"},
 		"zero baseline runs":           {set("baseline.runs", int64(0)), "spec.baseline.runs: Invalid value: 0"},
-		"negative noise factor":        {set("acceptance.noiseFactor", "-1"), "noiseFactor must be a non-negative decimal number"},
+		"negative noise factor":        {set("acceptance.noiseFactor", "-1"), "spec.acceptance.noiseFactor: Invalid value: \"-1\": must be a non-negative decimal number"},
 		"history limit too large":      {set("historyLimit", int64(1000)), "spec.historyLimit: Invalid value: 1000"},
 		"git and pvc source":           {set("source", map[string]any{"git": map[string]any{"url": "https://x"}, "pvc": map[string]any{"claimName": "c"}}), "source takes either git or pvc, not both"},
 		"kernel module without function": {set("kernelTargets", []any{map[string]any{
@@ -96,6 +97,21 @@ func TestCRDRejectsBadProtocols(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCRDRejectsTheInvalidProtocols applies the corpus that the local
+// schema and the Go rules refuse too (internal/schema).
+func TestCRDRejectsTheInvalidProtocols(t *testing.T) {
+	ns := newNamespace(t)
+	for name, tc := range builder.InvalidProtocols() {
+		t.Run(name, func(t *testing.T) {
+			ar := builder.MakeAutoResearch("bad", ns).Edit(tc.Edit).Obj()
+			err := k8s.Create(context.Background(), ar)
+			if err == nil || !strings.Contains(err.Error(), tc.Field) {
+				t.Errorf("error %v; want one on %s", err, tc.Field)
 			}
 		})
 	}

@@ -7,11 +7,13 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
@@ -190,6 +192,39 @@ func TestChildrenAreOwnedForDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the experiment to go", func() (bool, error) { return absent(t, &v1alpha1.AutoResearch{ObjectMeta: ar.ObjectMeta}), nil })
+}
+
+// TestChildOfAnotherOwnerIsNotAdopted puts a claim of the experiment's
+// workspace name in its way: the operator must neither use it nor take it
+// over, and must say so.
+func TestChildOfAnotherOwnerIsNotAdopted(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	squatter := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: experiment + "-workspace"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := k8s.Create(context.Background(), squatter); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(context.Background(), builder.MakeAutoResearch(experiment, ns).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if !hasEvent(t, ns, experiment, reasonChildConflict, "PersistentVolumeClaim exp-workspace exists and is not controlled by this experiment") {
+		t.Fatalf("no ChildConflict event; events: %v", eventReasons(t, ns))
+	}
+	if !absent(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: initPodName(getExperiment(t, ns, experiment))}}) {
+		t.Error("the init pod was created on a workspace claim the experiment does not own")
+	}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(squatter), squatter); err != nil {
+		t.Fatal(err)
+	}
+	if owners := squatter.GetOwnerReferences(); len(owners) != 0 {
+		t.Errorf("the claim was taken over: %+v", owners)
+	}
 }
 
 func TestKueueQueueName(t *testing.T) {

@@ -35,6 +35,8 @@ var (
 	scheme = k8sruntime.NewScheme()
 	// k8s is a client without a cache, for tests to read and write directly.
 	k8s client.Client
+	// noEnvtest says why the tests that need an API server skip.
+	noEnvtest error
 )
 
 const testImage = "ghcr.io/autoresearch-dev/autoresearch-operator:test"
@@ -57,8 +59,9 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		fmt.Fprintln(os.Stderr, "skipping the controller tests:", err)
-		os.Exit(0)
+		// Each test that needs the API server says so when it skips.
+		noEnvtest = err
+		os.Exit(m.Run())
 	}
 	_, self, _, _ := runtime.Caller(0)
 	env := &envtest.Environment{
@@ -97,6 +100,14 @@ func envtestAssets() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no kube-apiserver and etcd: run `make envtest` or set KUBEBUILDER_ASSETS")
+}
+
+// requireEnvtest skips a test that needs the API server when there is none.
+func requireEnvtest(t testing.TB) {
+	t.Helper()
+	if noEnvtest != nil {
+		t.Skipf("needs a kube-apiserver and etcd: %v", noEnvtest)
+	}
 }
 
 // manager is a running controller manager for one test.
@@ -144,6 +155,7 @@ func (m *manager) stop() {
 // newNamespace gives a test a namespace of its own.
 func newNamespace(t testing.TB) string {
 	t.Helper()
+	requireEnvtest(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ar-test-"}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)

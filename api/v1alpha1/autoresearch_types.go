@@ -36,9 +36,7 @@ type AutoResearchSpec struct {
 	// Target ends the experiment as soon as the best metric reaches it. A
 	// decimal string such as "0.95".
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="target must be a decimal number such as 0.95"
-	// +kubebuilder:validation:MaxLength=64
-	Target *string `json:"target,omitempty"`
+	Target *Decimal `json:"target,omitempty"`
 
 	// Baseline is the metric of the unmodified code. When its value is not
 	// given, round 0 measures it.
@@ -98,6 +96,7 @@ type AutoResearchSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:items:MaxLength=2048
+	// +listType=atomic
 	Guidance []string `json:"guidance,omitempty"`
 
 	// Suspend pauses the loop after the current step: no new step starts,
@@ -124,9 +123,7 @@ type AutoResearchSpec struct {
 type BaselineSpec struct {
 	// Value is the known baseline metric. When empty, round 0 measures it.
 	// +optional
-	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="baseline.value must be a decimal number such as 0.95"
-	Value string `json:"value,omitempty"`
+	Value Decimal `json:"value,omitempty"`
 
 	// Runs is how many times round 0 trains and evaluates the unmodified
 	// code; their standard deviation is the noise level.
@@ -143,16 +140,12 @@ type AcceptanceSpec struct {
 	// MinDelta is the smallest improvement that counts, as a decimal string.
 	// +optional
 	// +kubebuilder:default="0"
-	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="minDelta must be a non-negative decimal number such as 0.001"
-	MinDelta string `json:"minDelta,omitempty"`
+	MinDelta NonNegativeDecimal `json:"minDelta,omitempty"`
 
 	// NoiseFactor multiplies the baseline's standard deviation, as a decimal string.
 	// +optional
 	// +kubebuilder:default="2"
-	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="noiseFactor must be a non-negative decimal number such as 2"
-	NoiseFactor string `json:"noiseFactor,omitempty"`
+	NoiseFactor NonNegativeDecimal `json:"noiseFactor,omitempty"`
 }
 
 // FixedSpec holds what the Researcher may never change.
@@ -160,16 +153,12 @@ type FixedSpec struct {
 	// Files are the fixed files, relative to the experiment directory. The
 	// evaluation code must be among them.
 	// +optional
+	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
-	// +kubebuilder:validation:items:MinLength=1
-	// +kubebuilder:validation:items:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="self.all(f, !f.startsWith('/') && !f.matches('(^|/)[.][.](/|$)'))",message="fixed.files must be relative paths inside the experiment directory"
-	Files []string `json:"files,omitempty"`
+	Files []RelativePath `json:"files,omitempty"`
 
 	// TimeLimit is how long training may run, e.g. "5m".
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') && duration(self) >= duration('1s')",message="timeLimit must be a duration of at least 1s such as 90s, 5m or 1h30m"
-	TimeLimit metav1.Duration `json:"timeLimit"`
+	TimeLimit Duration `json:"timeLimit"`
 
 	// EpochLimit is the number of epochs training may run, passed to the
 	// training command; 0 means no limit.
@@ -182,12 +171,10 @@ type FixedSpec struct {
 type VariableSpec struct {
 	// Files are the files the Researcher may modify, relative to the
 	// experiment directory. New helper files are allowed too.
+	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=256
-	// +kubebuilder:validation:items:MinLength=1
-	// +kubebuilder:validation:items:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="self.all(f, !f.startsWith('/') && !f.matches('(^|/)[.][.](/|$)'))",message="variable.files must be relative paths inside the experiment directory"
-	Files []string `json:"files"`
+	Files []RelativePath `json:"files"`
 
 	// Range describes, in words, what may be adjusted.
 	// +optional
@@ -213,11 +200,13 @@ type TrainSpec struct {
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=64
-	GPUs int32 `json:"gpus,omitempty"`
+	GPUs *int32 `json:"gpus,omitempty"`
 
 	// Env is added to the training and evaluation containers.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
 	// Resources of the training and evaluation containers; the GPU request
@@ -232,6 +221,7 @@ type TrainSpec struct {
 	// Tolerations of the training and evaluation pods.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
@@ -266,9 +256,7 @@ type EvalSpec struct {
 
 	// Timeout bounds the evaluation; defaults to the training time limit.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') && duration(self) >= duration('1s')",message="eval.timeout must be a duration of at least 1s such as 90s or 5m"
-	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	Timeout *Duration `json:"timeout,omitempty"`
 }
 
 // ProfileSpec turns on profile-first mode.
@@ -280,9 +268,7 @@ type ProfileSpec struct {
 
 	// ExpectedRuntime is how long the profile command is expected to take.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$')",message="profile.expectedRuntime must be a duration such as 30s"
-	ExpectedRuntime *metav1.Duration `json:"expectedRuntime,omitempty"`
+	ExpectedRuntime *Duration `json:"expectedRuntime,omitempty"`
 }
 
 // KernelTarget is a function that must keep numerical parity with a fixed
@@ -311,16 +297,12 @@ type KernelTarget struct {
 	// Atol is the absolute tolerance, as a decimal string.
 	// +optional
 	// +kubebuilder:default="1e-5"
-	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="atol must be a non-negative decimal number such as 1e-5"
-	Atol string `json:"atol,omitempty"`
+	Atol NonNegativeDecimal `json:"atol,omitempty"`
 
 	// Rtol is the relative tolerance, as a decimal string.
 	// +optional
 	// +kubebuilder:default="1.3e-6"
-	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="rtol must be a non-negative decimal number such as 1e-4"
-	Rtol string `json:"rtol,omitempty"`
+	Rtol NonNegativeDecimal `json:"rtol,omitempty"`
 }
 
 // ResearcherSpec is the coding agent that edits the variable files.
@@ -339,11 +321,14 @@ type ResearcherSpec struct {
 	// Env of the Researcher; API keys belong in secretKeyRef entries.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
 	// EnvFrom of the Researcher.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
 	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
 
 	// Resources of the Researcher container.
@@ -352,9 +337,7 @@ type ResearcherSpec struct {
 
 	// Timeout bounds one Researcher run; defaults to twice the training time limit.
 	// +optional
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') && duration(self) >= duration('1s')",message="researcher.timeout must be a duration of at least 1s such as 10m"
-	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	Timeout *Duration `json:"timeout,omitempty"`
 }
 
 // SourceSpec is where the experiment's repository comes from in a cluster.
@@ -370,9 +353,7 @@ type SourceSpec struct {
 
 	// Subdir is the experiment directory inside the repository.
 	// +optional
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="source.subdir must be a relative path inside the repository"
-	Subdir string `json:"subdir,omitempty"`
+	Subdir RelativePath `json:"subdir,omitempty"`
 }
 
 // GitSource is a repository to clone.
@@ -427,6 +408,7 @@ type WorkspaceSpec struct {
 	// AccessModes of the workspace claim; defaults to ReadWriteOnce.
 	// +optional
 	// +kubebuilder:validation:MaxItems=4
+	// +listType=atomic
 	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 }
 
@@ -455,6 +437,22 @@ const (
 	StepEval        Step = "Eval"
 	StepGit         Step = "Git"
 	StepTermination Step = "Termination"
+)
+
+// ComplianceResult is the outcome of a candidate's compliance check.
+// +kubebuilder:validation:Enum=Passed;FilesViolated;ParityFailed
+type ComplianceResult string
+
+const (
+	// CompliancePassed: only allowed files changed, and every kernel kept
+	// parity.
+	CompliancePassed ComplianceResult = "Passed"
+	// ComplianceFilesViolated: a fixed file changed, or a file that is not
+	// variable.
+	ComplianceFilesViolated ComplianceResult = "FilesViolated"
+	// ComplianceParityFailed: a kernel lost numerical parity with its
+	// reference.
+	ComplianceParityFailed ComplianceResult = "ParityFailed"
 )
 
 // Verdict is the outcome of a round.
@@ -542,6 +540,7 @@ type AutoResearchStatus struct {
 	// spec.historyLimit rounds, oldest first.
 	// +optional
 	// +kubebuilder:validation:MaxItems=101
+	// +listType=atomic
 	History []RoundRecord `json:"history,omitempty"`
 
 	// VerdictCounts counts rounds per verdict.
@@ -608,6 +607,7 @@ type BaselineResult struct {
 	// Values holds the individual measurements.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
 	Values []string `json:"values,omitempty"`
 }
 
@@ -644,10 +644,13 @@ type RoundStatus struct {
 	// Tasks is the round's S1–S6 task list.
 	// +optional
 	// +kubebuilder:validation:MaxItems=6
+	// +listType=atomic
 	Tasks []string `json:"tasks,omitempty"`
 	// Candidates of the round; one today, several when rounds run in parallel.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=index
 	Candidates []CandidateStatus `json:"candidates,omitempty"`
 }
 
@@ -658,9 +661,13 @@ type CandidateStatus struct {
 	// Strategy the Researcher chose.
 	// +optional
 	Strategy string `json:"strategy,omitempty"`
-	// Compliance is the compliance result: "✅" or what was violated.
+	// Compliance is the outcome of the compliance check, once known.
 	// +optional
-	Compliance string `json:"compliance,omitempty"`
+	Compliance ComplianceResult `json:"compliance,omitempty"`
+	// ComplianceMessage says which rule a failed check found broken.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	ComplianceMessage string `json:"complianceMessage,omitempty"`
 	// Value of the metric, as a decimal string.
 	// +optional
 	Value string `json:"value,omitempty"`
@@ -683,33 +690,56 @@ type CandidateStatus struct {
 
 // StepDurations are the wall times of a round's user processes.
 type StepDurations struct {
+	// Researcher is how long the Researcher ran.
 	// +optional
 	Researcher *metav1.Duration `json:"researcher,omitempty"`
+	// Train is how long training ran, summed over the baseline's runs.
 	// +optional
 	Train *metav1.Duration `json:"train,omitempty"`
+	// Eval is how long evaluation ran, summed over the baseline's runs.
 	// +optional
 	Eval *metav1.Duration `json:"eval,omitempty"`
 }
 
-// RoundRecord is a finished round.
+// RoundRecord is a finished round, as its row in experiences.md says it.
 type RoundRecord struct {
+	// Round is the round's number; 0 is the baseline.
 	Round int32 `json:"round"`
+	// Strategy is what the Researcher said it tried.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	Strategy string `json:"strategy,omitempty"`
+	// Compliance is the outcome of the round's compliance check; empty when
+	// the round ended before it.
 	// +optional
-	Compliance string `json:"compliance,omitempty"`
+	Compliance ComplianceResult `json:"compliance,omitempty"`
+	// ComplianceMessage says which rule a failed check found broken.
 	// +optional
-	Value   string  `json:"value,omitempty"`
+	// +kubebuilder:validation:MaxLength=2048
+	ComplianceMessage string `json:"complianceMessage,omitempty"`
+	// Value is the metric the fixed evaluation printed, as a decimal string;
+	// empty when there was none.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Value string `json:"value,omitempty"`
+	// Verdict is the round's outcome.
 	Verdict Verdict `json:"verdict"`
+	// Insight explains the verdict; every non-improvement has one.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	Insight string `json:"insight,omitempty"`
+	// Note holds the guidance this round was the first to see.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	Note string `json:"note,omitempty"`
-	// Commit made by an improved round.
+	// Commit is the commit an improved round made.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	Commit string `json:"commit,omitempty"`
+	// Durations of the round's user processes.
 	// +optional
 	Durations StepDurations `json:"durations,omitempty"`
+	// CompletionTime is when the round's verdict was recorded.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
@@ -729,12 +759,18 @@ type WorkspaceStatus struct {
 	// verified before every evaluation.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
+	// +listType=map
+	// +listMapKey=path
 	FixedFileHashes []FileHash `json:"fixedFileHashes,omitempty"`
 }
 
 // FileHash is a file's SHA-256 sum.
 type FileHash struct {
-	Path   string `json:"path"`
+	// Path of the file, relative to the experiment directory.
+	// +kubebuilder:validation:MaxLength=512
+	Path string `json:"path"`
+	// SHA256 is the hex-encoded sum of the file's content.
+	// +kubebuilder:validation:MaxLength=64
 	SHA256 string `json:"sha256"`
 }
 

@@ -1,18 +1,20 @@
 package v1alpha1
 
 import (
-	"errors"
-	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The API server enforces these rules with the CRD's CEL and OpenAPI
-// validation; Validate applies the same rules where no API server runs (the
-// local runner), so that a protocol is judged the same everywhere.
+// The API server enforces the CRD's OpenAPI and CEL rules, which come from
+// the markers on these types. Validate states the same rules in Go, and the
+// few that no schema can express (a pattern that compiles), so that the
+// local runner and the operator judge a protocol alike.
 
 var (
 	decimalRE    = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$`)
@@ -20,146 +22,172 @@ var (
 	moduleRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// Validate reports every rule the spec breaks, one per line.
-func (s *AutoResearchSpec) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("spec.%s: %s", field, fmt.Sprintf(format, args...)))
+// Validate reports every rule the spec breaks, in the order of its fields.
+func (s *AutoResearchSpec) Validate() field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("spec")
+	required := func(fp *field.Path, value, what string) {
+		if strings.TrimSpace(value) == "" {
+			errs = append(errs, field.Required(fp, what))
+		}
 	}
-	if strings.TrimSpace(s.ResearchQuestion) == "" {
-		bad("researchQuestion", "required: say what the experiment tries to find out")
-	}
+	required(p.Child("researchQuestion"), s.ResearchQuestion, "say what the experiment tries to find out")
 	if s.MaxRounds < 1 {
-		bad("maxRounds", "must be at least 1, got %d", s.MaxRounds)
+		errs = append(errs, field.Invalid(p.Child("maxRounds"), s.MaxRounds, "must be at least 1"))
 	}
-	if s.Target != nil && !decimalRE.MatchString(*s.Target) {
-		bad("target", "must be a decimal number such as 0.95, got %q", *s.Target)
+	if s.Target != nil {
+		errs = append(errs, s.Target.Validate(p.Child("target"))...)
 	}
 	if b := s.Baseline; b != nil {
-		if b.Value != "" && !decimalRE.MatchString(b.Value) {
-			bad("baseline.value", "must be a decimal number such as 0.95, got %q", b.Value)
+		if b.Value != "" {
+			errs = append(errs, b.Value.Validate(p.Child("baseline", "value"))...)
 		}
 		if b.Runs < 0 || b.Runs > 20 {
-			bad("baseline.runs", "must be between 1 and 20, got %d", b.Runs)
+			errs = append(errs, field.Invalid(p.Child("baseline", "runs"), b.Runs, "must be between 1 and 20"))
 		}
 	}
-	for field, v := range map[string]string{"acceptance.minDelta": s.Acceptance.MinDelta, "acceptance.noiseFactor": s.Acceptance.NoiseFactor} {
-		if v != "" && (!decimalRE.MatchString(v) || strings.HasPrefix(v, "-")) {
-			bad(field, "must be a non-negative decimal number, got %q", v)
-		}
-	}
+	errs = append(errs, s.Acceptance.MinDelta.Validate(p.Child("acceptance", "minDelta"))...)
+	errs = append(errs, s.Acceptance.NoiseFactor.Validate(p.Child("acceptance", "noiseFactor"))...)
 	if s.PlateauRounds < 0 {
-		bad("plateauRounds", "must be at least 1, got %d", s.PlateauRounds)
+		errs = append(errs, field.Invalid(p.Child("plateauRounds"), s.PlateauRounds, "must be at least 1"))
 	}
-	if s.Fixed.TimeLimit.Duration < time.Second {
-		bad("fixed.timeLimit", "must be a duration of at least 1s such as 90s, 5m or 1h30m")
-	}
+	errs = append(errs, validatePaths(p.Child("fixed", "files"), s.Fixed.Files)...)
+	errs = append(errs, s.Fixed.TimeLimit.Validate(p.Child("fixed", "timeLimit"))...)
 	if s.Fixed.EpochLimit < 0 {
-		bad("fixed.epochLimit", "must not be negative")
+		errs = append(errs, field.Invalid(p.Child("fixed", "epochLimit"), s.Fixed.EpochLimit, "must not be negative"))
 	}
 	if len(s.Variable.Files) == 0 {
-		bad("variable.files", "required: list the files the Researcher may change")
+		errs = append(errs, field.Required(p.Child("variable", "files"), "list the files the Researcher may change"))
 	}
-	checkFiles := func(field string, files []string) {
-		for _, f := range files {
-			if f == "" || path.IsAbs(f) || strings.HasPrefix(path.Clean(f), "..") {
-				bad(field, "%q must be a relative path inside the experiment directory", f)
-			}
+	errs = append(errs, validatePaths(p.Child("variable", "files"), s.Variable.Files)...)
+	for i, f := range s.Fixed.Files {
+		if slices.Contains(s.Variable.Files, f) {
+			errs = append(errs, field.Invalid(p.Child("fixed", "files").Index(i), f, "is both fixed and variable: remove it from fixed.files or variable.files"))
 		}
 	}
-	checkFiles("fixed.files", s.Fixed.Files)
-	checkFiles("variable.files", s.Variable.Files)
-	for _, f := range s.Fixed.Files {
-		for _, v := range s.Variable.Files {
-			if path.Clean(f) == path.Clean(v) {
-				bad("fixed.files", "%q is both fixed and variable: remove it from fixed.files or variable.files", f)
-			}
+	required(p.Child("train", "command"), s.Train.Command, "the command that trains a candidate")
+	if g := s.Train.GPUs; g != nil && *g < 0 {
+		errs = append(errs, field.Invalid(p.Child("train", "gpus"), *g, "must not be negative"))
+	}
+	errs = append(errs, s.Eval.validate(p.Child("eval"))...)
+	if s.Profile != nil {
+		required(p.Child("profile", "command"), s.Profile.Command, "the command that profiles the training code")
+		if s.Profile.ExpectedRuntime != nil {
+			errs = append(errs, s.Profile.ExpectedRuntime.Validate(p.Child("profile", "expectedRuntime"))...)
 		}
 	}
-	if strings.TrimSpace(s.Train.Command) == "" {
-		bad("train.command", "required: the command that trains a candidate")
-	}
-	if s.Train.GPUs < 0 {
-		bad("train.gpus", "must not be negative, got %d", s.Train.GPUs)
-	}
-	if !metricNameRE.MatchString(s.Eval.Metric) {
-		bad("eval.metric", "required: the metric name the eval command prints, such as val_bpb")
-	}
-	if s.Eval.Direction != DirectionMaximize && s.Eval.Direction != DirectionMinimize {
-		bad("eval.direction", "must be maximize or minimize, got %q", s.Eval.Direction)
-	}
-	if strings.TrimSpace(s.Eval.Command) == "" {
-		bad("eval.command", "required: the fixed evaluation command")
-	}
-	if s.Eval.Pattern != "" {
-		if re, err := regexp.Compile(s.Eval.Pattern); err != nil {
-			bad("eval.pattern", "invalid regular expression: %v", err)
-		} else if re.NumSubexp() < 1 {
-			bad("eval.pattern", "needs a capture group around the value")
-		}
-	}
-	if s.Eval.Timeout != nil && s.Eval.Timeout.Duration < time.Second {
-		bad("eval.timeout", "must be at least 1s")
-	}
-	if s.Researcher.Timeout != nil && s.Researcher.Timeout.Duration < time.Second {
-		bad("researcher.timeout", "must be at least 1s")
-	}
-	if strings.TrimSpace(s.Researcher.Command) == "" {
-		bad("researcher.command", "required: the coding agent to run each round")
-	}
-	if s.Profile != nil && strings.TrimSpace(s.Profile.Command) == "" {
-		bad("profile.command", "required when profile is set")
-	}
-	seen := map[string]bool{}
-	for i, k := range s.KernelTargets {
-		field := fmt.Sprintf("kernelTargets[%d]", i)
-		if k.Name == "" || seen[k.Name] {
-			bad(field+".name", "must be set and unique, got %q", k.Name)
-		}
-		seen[k.Name] = true
-		for sub, v := range map[string]string{"newModule": k.NewModule, "baselineModule": k.BaselineModule, "fixture": k.Fixture} {
-			if !moduleRE.MatchString(v) {
-				bad(field+"."+sub, "must look like module:function, got %q", v)
-			}
-		}
-		for sub, v := range map[string]string{"atol": k.Atol, "rtol": k.Rtol} {
-			if v != "" && !decimalRE.MatchString(v) {
-				bad(field+"."+sub, "must be a decimal number, got %q", v)
-			}
-		}
+	errs = append(errs, validateKernelTargets(p.Child("kernelTargets"), s.KernelTargets)...)
+	required(p.Child("researcher", "command"), s.Researcher.Command, "the coding agent to run each round")
+	if s.Researcher.Timeout != nil {
+		errs = append(errs, s.Researcher.Timeout.Validate(p.Child("researcher", "timeout"))...)
 	}
 	if s.Source.Git != nil && s.Source.PVC != nil {
-		bad("source", "takes either git or pvc, not both")
+		errs = append(errs, field.Forbidden(p.Child("source"), "takes either git or pvc, not both"))
 	}
-	return errors.Join(errs...)
+	if s.Source.Subdir != "" {
+		errs = append(errs, s.Source.Subdir.Validate(p.Child("source", "subdir"))...)
+	}
+	return errs
 }
 
-// Default fills the optional fields the CRD defaults, so that the local
-// runner sees the same spec an API server would store.
-func (s *AutoResearchSpec) Default() {
-	if s.PlateauRounds == 0 {
-		s.PlateauRounds = 5
+func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !metricNameRE.MatchString(e.Metric) {
+		errs = append(errs, field.Invalid(p.Child("metric"), e.Metric, "must be the metric name the eval command prints, such as val_bpb"))
 	}
-	if s.HistoryLimit == 0 {
-		s.HistoryLimit = 20
+	if e.Direction != DirectionMaximize && e.Direction != DirectionMinimize {
+		errs = append(errs, field.NotSupported(p.Child("direction"), e.Direction, []Direction{DirectionMaximize, DirectionMinimize}))
 	}
-	if s.Acceptance.MinDelta == "" {
-		s.Acceptance.MinDelta = "0"
+	if strings.TrimSpace(e.Command) == "" {
+		errs = append(errs, field.Required(p.Child("command"), "the fixed evaluation command"))
 	}
-	if s.Acceptance.NoiseFactor == "" {
-		s.Acceptance.NoiseFactor = "2"
-	}
-	if s.Baseline != nil && s.Baseline.Runs == 0 {
-		s.Baseline.Runs = 1
-	}
-	for i := range s.KernelTargets {
-		if s.KernelTargets[i].Atol == "" {
-			s.KernelTargets[i].Atol = "1e-5"
-		}
-		if s.KernelTargets[i].Rtol == "" {
-			s.KernelTargets[i].Rtol = "1.3e-6"
+	if e.Pattern != "" {
+		if re, err := regexp.Compile(e.Pattern); err != nil {
+			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, "invalid regular expression: "+err.Error()))
+		} else if re.NumSubexp() < 1 {
+			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, "needs a capture group around the value"))
 		}
 	}
+	if e.Timeout != nil {
+		errs = append(errs, e.Timeout.Validate(p.Child("timeout"))...)
+	}
+	return errs
+}
+
+func validateKernelTargets(p *field.Path, targets []KernelTarget) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, k := range targets {
+		fp := p.Index(i)
+		switch {
+		case k.Name == "":
+			errs = append(errs, field.Required(fp.Child("name"), "name the kernel"))
+		case seen[k.Name]:
+			errs = append(errs, field.Duplicate(fp.Child("name"), k.Name))
+		}
+		seen[k.Name] = true
+		for _, m := range []struct{ name, value string }{{"newModule", k.NewModule}, {"baselineModule", k.BaselineModule}, {"fixture", k.Fixture}} {
+			if !moduleRE.MatchString(m.value) {
+				errs = append(errs, field.Invalid(fp.Child(m.name), m.value, "must look like module:function"))
+			}
+		}
+		errs = append(errs, k.Atol.Validate(fp.Child("atol"))...)
+		errs = append(errs, k.Rtol.Validate(fp.Child("rtol"))...)
+	}
+	return errs
+}
+
+func validatePaths(p *field.Path, paths []RelativePath) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range paths {
+		errs = append(errs, f.Validate(p.Index(i))...)
+	}
+	return errs
+}
+
+// Validate checks the decimal as its CRD rule does.
+func (d Decimal) Validate(p *field.Path) field.ErrorList {
+	if !decimalRE.MatchString(string(d)) {
+		return field.ErrorList{field.Invalid(p, d, "must be a decimal number such as 0.95")}
+	}
+	return nil
+}
+
+// Validate checks the decimal, when set, as its CRD rule does.
+func (d NonNegativeDecimal) Validate(p *field.Path) field.ErrorList {
+	if d != "" && (!decimalRE.MatchString(string(d)) || strings.HasPrefix(string(d), "-")) {
+		return field.ErrorList{field.Invalid(p, d, "must be a non-negative decimal number such as 0.001")}
+	}
+	return nil
+}
+
+// Validate checks the duration as its CRD rule does.
+func (d Duration) Validate(p *field.Path) field.ErrorList {
+	if d.Duration < time.Second {
+		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must be a duration of at least 1s such as 90s, 5m or 1h30m")}
+	}
+	return nil
+}
+
+// Validate checks the path as its CRD rule does.
+func (r RelativePath) Validate(p *field.Path) field.ErrorList {
+	s := string(r)
+	if s == "" || path.IsAbs(s) || path.Clean(s) != s || s == "." || strings.HasPrefix(s, "../") || s == ".." {
+		return field.ErrorList{field.Invalid(p, s, "must be a clean relative path inside the experiment directory, such as train/main.go (no leading /, no . or .. segments, no //)")}
+	}
+	return nil
+}
+
+// Strings are the values of a list of named strings, such as file paths.
+func Strings[T ~string](values []T) []string {
+	if values == nil {
+		return nil
+	}
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // ResearcherTimeout is the Researcher's time budget: researcher.timeout, or

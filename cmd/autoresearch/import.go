@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/protocol"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 func newImportCommand() *cobra.Command {
@@ -56,9 +56,7 @@ func newImportCommand() *cobra.Command {
 // repoFiles lists the files git tracks in dir, relative to it, so that the
 // older protocol layout's prose can be matched against real file names.
 func repoFiles(ctx context.Context, dir string) []string {
-	cmd := exec.CommandContext(ctx, "git", "ls-files")
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	out, err := workspace.Git(ctx, dir, nil, "ls-files")
 	if err != nil {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -72,5 +70,5 @@ func repoFiles(ctx context.Context, dir string) []string {
 		}
 		return files
 	}
-	return strings.Fields(string(out))
+	return strings.Fields(out)
 }

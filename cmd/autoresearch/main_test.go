@@ -107,24 +107,46 @@ func TestRunStatusNote(t *testing.T) {
 }
 
 func TestRunRejectsAnInvalidProtocol(t *testing.T) {
-	repo := toyRepo(t, "")
-	file := filepath.Join(repo, "experiment.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+	cases := map[string]struct {
+		from, to string
+		want     []string
+	}{
+		"a value the schema refuses": {"direction: maximize", "direction: up", []string{
+			`spec.eval.direction: Unsupported value: "up": supported values: "maximize", "minimize"`,
+			"some validation rules were not checked",
+		}},
+		"a CEL rule": {"files: [eval.sh]", "files: [eval.sh, train.sh]", []string{
+			"a file cannot be both fixed and variable",
+		}},
+		"a rule no schema states": {"direction: maximize", "direction: maximize, pattern: 'score ('", []string{
+			"spec.eval.pattern: Invalid value",
+		}},
 	}
-	bad := strings.NewReplacer("direction: maximize", "direction: up", "files: [eval.sh]", "files: [eval.sh, train.sh]").Replace(string(data))
-	if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err = execute(t, "run", "-f", file)
-	if err == nil {
-		t.Fatal("an invalid protocol ran")
-	}
-	for _, want := range []string{`spec.eval.direction: must be maximize or minimize, got "up"`, `"train.sh" is both fixed and variable`} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q: %v", want, err)
-		}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			repo := toyRepo(t, "")
+			file := filepath.Join(repo, "experiment.yaml")
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := strings.Replace(string(data), tc.from, tc.to, 1)
+			if bad == string(data) {
+				t.Fatalf("%q is not in the experiment", tc.from)
+			}
+			if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = execute(t, "run", "-f", file)
+			if err == nil {
+				t.Fatal("an invalid protocol ran")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q: %v", want, err)
+				}
+			}
+		})
 	}
 }
 

@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/schema"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -110,9 +111,7 @@ says why and the command exits with 1.`,
 			}()
 			if err != nil {
 				res.Error = err.Error()
-				if len(res.Error) > maxErrorBytes {
-					res.Error = strings.ToValidUTF8(res.Error[:maxErrorBytes], "") + "…"
-				}
+				res.Error = text.Truncate(res.Error, maxErrorBytes)
 			}
 			if werr := writeResult(result, &res); werr != nil {
 				return werr
@@ -239,8 +238,7 @@ func readSpec(inline, file string) (*v1alpha1.AutoResearchSpec, error) {
 	if err := yaml.Unmarshal(data, spec); err != nil {
 		return nil, fmt.Errorf("the spec: %w", err)
 	}
-	spec.Default()
-	return spec, nil
+	return spec, schema.DefaultSpec(spec)
 }
 
 func newWorkspaceGitCommand(action string) *cobra.Command {

@@ -49,8 +49,8 @@ func (v volume) dir() string { return filepath.Join(v.wt.Dir, "exp") }
 
 var toySpec = v1alpha1.AutoResearchSpec{
 	MaxRounds: 2,
-	Fixed:     v1alpha1.FixedSpec{Files: []string{"eval.sh"}},
-	Variable:  v1alpha1.VariableSpec{Files: []string{"train.sh"}},
+	Fixed:     v1alpha1.FixedSpec{Files: []v1alpha1.RelativePath{"eval.sh"}},
+	Variable:  v1alpha1.VariableSpec{Files: []v1alpha1.RelativePath{"train.sh"}},
 	Eval:      v1alpha1.EvalSpec{Metric: "score", Direction: v1alpha1.DirectionMaximize, Command: "./eval.sh"},
 }
 
@@ -81,8 +81,9 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	start := ws.StartCommit
 
 	// Round 1: the baseline's row is recorded before the Researcher, which doubles SCORE.
-	st := v1alpha1.AutoResearchStatus{CompletedRounds: 0, Best: &v1alpha1.BestResult{Value: "10"}}
-	baseline := steps.NewLedgerUpdate(&toySpec, &st, "running", &v1alpha1.RoundRecord{Round: 0, Strategy: "baseline", Compliance: "✅", Value: "10", Verdict: v1alpha1.VerdictBaseline, Commit: start}, "")
+	baseline := steps.LedgerUpdate{Metric: "score", Best: "10", MaxRounds: 2, Status: "running", Round: &steps.LedgerRound{
+		Round: 0, Strategy: "baseline", Compliance: "✅", Value: "10", Verdict: string(v1alpha1.VerdictBaseline), Commit: start,
+	}}
 	prepare := steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 1, Base: start, Ledger: &baseline}
 	for range 2 {
 		run(steps.PrepareArgs(steps.Binary, prepare))
@@ -105,10 +106,10 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 		t.Errorf("the copy for the parity step differs (-result +copy):\n%s", diff)
 	}
 
-	st = v1alpha1.AutoResearchStatus{CompletedRounds: 1, Best: &v1alpha1.BestResult{Round: 1, Value: "20"}}
 	commit := steps.GitOptions{
 		Worktree: v.wt, Action: steps.GitCommit, Base: start, Message: "autoresearch: round 1 — score=20 (improved)",
-		Ledger:     steps.NewLedgerUpdate(&toySpec, &st, "running", &v1alpha1.RoundRecord{Round: 1, Strategy: "double SCORE", Compliance: "✅", Value: "20", Verdict: v1alpha1.VerdictImproved}, "0.5"),
+		Ledger: steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 1, MaxRounds: 2, Status: "running", MemoryGB: "0.5",
+			Round: &steps.LedgerRound{Round: 1, Strategy: "double SCORE", Compliance: "✅", Value: "20", Verdict: string(v1alpha1.VerdictImproved)}},
 		ResultPath: v.result("commit"),
 	}
 	var committed steps.GitResult
@@ -139,10 +140,10 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 		t.Errorf("round 2 compliance %+v, want the strategy and a violation for eval.sh", compliance)
 	}
 
-	st = v1alpha1.AutoResearchStatus{CompletedRounds: 2, Best: &v1alpha1.BestResult{Round: 1, Value: "20"}}
+	header := steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 2, MaxRounds: 2, Status: "running"}
 	rollback := steps.GitOptions{
 		Worktree: v.wt, Action: steps.GitRollback, Base: committed.Commit,
-		Ledger:     steps.NewLedgerUpdate(&toySpec, &st, "running", &v1alpha1.RoundRecord{Round: 2, Strategy: "edit the evaluation", Compliance: compliance.Violation, Verdict: v1alpha1.VerdictComplianceFailed}, ""),
+		Ledger:     withRow(header, steps.LedgerRound{Round: 2, Strategy: "edit the evaluation", Compliance: "❌ files: " + compliance.Violation, Verdict: string(v1alpha1.VerdictComplianceFailed)}),
 		ResultPath: v.result("rollback"),
 	}
 	var rolledBack steps.GitResult
@@ -157,7 +158,8 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 		t.Errorf("eval.sh after the rollback = %q", got)
 	}
 
-	finish := steps.FinishOptions{Worktree: v.wt, Ledger: steps.NewLedgerUpdate(&toySpec, &st, "completed", nil, ""), ResultPath: v.result("finish")}
+	header.Status = "completed"
+	finish := steps.FinishOptions{Worktree: v.wt, Ledger: header, ResultPath: v.result("finish")}
 	run(steps.FinishArgs(steps.Binary, finish))
 	var finished steps.GitResult
 	decodeResult(t, finish.ResultPath, &finished)
@@ -260,4 +262,9 @@ func TestWorkspaceStepsReject(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withRow(u steps.LedgerUpdate, r steps.LedgerRound) steps.LedgerUpdate {
+	u.Round = &r
+	return u
 }

@@ -121,7 +121,7 @@ func NewToolbox(o ToolboxOptions) (*Toolbox, error) {
 	}
 	if o.ExperiencesPath != "" {
 		ledger := "%s is the supervisor's ledger; add your Strategy row with the record_strategy tool"
-		for _, p := range []string{o.ExperiencesPath, filepath.Join(filepath.Dir(o.ExperiencesPath), "results.tsv")} {
+		for _, p := range []string{o.ExperiencesPath, filepath.Join(filepath.Dir(o.ExperiencesPath), workspace.ResultsFile)} {
 			if rel, ok := t.inside(p); ok {
 				t.protected[rel] = fmt.Sprintf(ledger, rel)
 			}

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
-// maxQuoteLen bounds how much of an offending line a divergence reason quotes.
+// maxQuoteLen bounds how many bytes of an offending line a divergence reason quotes.
 const maxQuoteLen = 200
 
 // Divergence reports why a training log shows a failed run even though the
@@ -20,32 +21,16 @@ func Divergence(output string) string {
 	for _, line := range splitLines(output) {
 		trimmed := strings.TrimSpace(line)
 		if trimmed == "FAIL" || strings.HasPrefix(trimmed, "FAIL ") || strings.HasPrefix(trimmed, "FAIL:") || strings.HasPrefix(trimmed, "FAIL\t") {
-			return fmt.Sprintf("training printed FAIL: %q", truncate(trimmed, maxQuoteLen))
+			return fmt.Sprintf("training printed FAIL: %q", text.Truncate(trimmed, maxQuoteLen))
 		}
 		for _, v := range pairs(line) {
 			if !strings.Contains(strings.ToLower(v.Name), "loss") {
 				continue
 			}
 			if math.IsNaN(v.Value) || math.IsInf(v.Value, 0) {
-				return fmt.Sprintf("%s is %s: %q", v.Name, v.Raw, truncate(trimmed, maxQuoteLen))
+				return fmt.Sprintf("%s is %s: %q", v.Name, v.Raw, text.Truncate(trimmed, maxQuoteLen))
 			}
 		}
 	}
 	return ""
-}
-
-// truncate cuts s to at most n characters without splitting a UTF-8
-// sequence, marking the cut with "...".
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	count := 0
-	for i := range s {
-		if count == n-len("...") {
-			return s[:i] + "..."
-		}
-		count++
-	}
-	return s
 }

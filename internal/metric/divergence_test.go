@@ -70,33 +70,13 @@ func TestDivergence(t *testing.T) {
 		},
 		"long line is truncated": {
 			output: long,
-			want:   `loss is nan: "` + long[:197] + `..."`,
+			want:   `loss is nan: "` + long[:197] + `…"`,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if got := Divergence(tc.output); got != tc.want {
 				t.Errorf("Divergence() = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestTruncate(t *testing.T) {
-	cases := map[string]struct {
-		in   string
-		n    int
-		want string
-	}{
-		"short":                 {in: "abc", n: 5, want: "abc"},
-		"exactly the limit":     {in: "abcde", n: 5, want: "abcde"},
-		"over the limit":        {in: "abcdef", n: 5, want: "ab..."},
-		"multi-byte kept whole": {in: "ααααααα", n: 5, want: "αα..."},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := truncate(tc.in, tc.n); got != tc.want {
-				t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 			}
 		})
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 // fileToken finds words that look like file names: a name, a dot and an
@@ -31,8 +33,8 @@ func hasCodeExtension(name string) bool {
 // loopFiles are written by the loop itself; prose that mentions them never
 // makes them fixed or variable.
 var loopFiles = map[string]bool{
-	"experiences.md":           true,
-	"results.tsv":              true,
+	workspace.ExperiencesFile:  true,
+	workspace.ResultsFile:      true,
 	"autoresearch-protocol.md": true,
 }
 

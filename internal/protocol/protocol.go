@@ -199,7 +199,8 @@ func (b *builder) target() {
 		return
 	}
 	b.crossCheckMetric(p, f, metric)
-	b.obj.Spec.Target = &value
+	target := v1alpha1.Decimal(value)
+	b.obj.Spec.Target = &target
 }
 
 func (b *builder) baseline() {
@@ -218,7 +219,7 @@ func (b *builder) baseline() {
 		return
 	}
 	b.crossCheckMetric("spec.baseline", f, metric)
-	b.obj.Spec.Baseline = &v1alpha1.BaselineSpec{Value: value}
+	b.obj.Spec.Baseline = &v1alpha1.BaselineSpec{Value: v1alpha1.Decimal(value)}
 }
 
 func (b *builder) crossCheckMetric(p string, f field, metric string) {
@@ -274,8 +275,8 @@ func (b *builder) files() {
 		// An empty list, not nil, so that the YAML shows where to fill in.
 		variable = []string{}
 	}
-	b.obj.Spec.Fixed.Files = fixed
-	b.obj.Spec.Variable.Files = variable
+	b.obj.Spec.Fixed.Files = relativePaths(fixed)
+	b.obj.Spec.Variable.Files = relativePaths(variable)
 }
 
 // sectionFiles reads the files of the sections of kind; prose reports that
@@ -313,7 +314,7 @@ func (b *builder) fixedLimits() {
 		if err != nil {
 			b.invalid(tp, fmt.Errorf("%w (write 5m, 300s or 1h30m)", err))
 		} else {
-			b.obj.Spec.Fixed.TimeLimit = metav1.Duration{Duration: d}
+			b.obj.Spec.Fixed.TimeLimit = v1alpha1.Duration{Duration: d}
 			if unitless {
 				b.note(tp, "%q has no unit; read it as seconds", f.line)
 			}
@@ -408,7 +409,7 @@ func (b *builder) train() {
 		b.obj.Spec.Train.Command = f.value
 		return
 	}
-	script, why := trainingScript(b.obj.Spec.Variable.Files, b.obj.Spec.Fixed.Files)
+	script, why := trainingScript(v1alpha1.Strings(b.obj.Spec.Variable.Files), v1alpha1.Strings(b.obj.Spec.Fixed.Files))
 	if script == "" {
 		b.miss(p)
 		return
@@ -502,7 +503,7 @@ func (b *builder) profile() {
 			b.invalid(rp, err)
 			return
 		}
-		p.ExpectedRuntime = &metav1.Duration{Duration: d}
+		p.ExpectedRuntime = &v1alpha1.Duration{Duration: d}
 		if unitless {
 			b.note(rp, "%q has no unit; read it as seconds", f.line)
 		}
@@ -518,6 +519,7 @@ func (b *builder) kernelTargets() {
 	for i, e := range entries {
 		base := fmt.Sprintf("spec.kernelTargets[%d]", i)
 		var t v1alpha1.KernelTarget
+		var atol, rtol string
 		for _, f := range []struct {
 			key, path string
 			dest      *string
@@ -528,8 +530,8 @@ func (b *builder) kernelTargets() {
 			{"newmodule", "newModule", &t.NewModule, moduleRef, "module:function"},
 			{"baselinemodule", "baselineModule", &t.BaselineModule, moduleRef, "module:function"},
 			{"fixture", "fixture", &t.Fixture, moduleRef, "module:function"},
-			{"atol", "atol", &t.Atol, tolerance, "a non-negative decimal number"},
-			{"rtol", "rtol", &t.Rtol, tolerance, "a non-negative decimal number"},
+			{"atol", "atol", &atol, tolerance, "a non-negative decimal number"},
+			{"rtol", "rtol", &rtol, tolerance, "a non-negative decimal number"},
 		} {
 			p := base + "." + f.path
 			v := e.values[f.key]
@@ -551,8 +553,22 @@ func (b *builder) kernelTargets() {
 		if len(e.unknown) > 0 {
 			b.note(base, "ignored %s: not a kernel target field", strings.Join(e.unknown, ", "))
 		}
+		t.Atol, t.Rtol = v1alpha1.NonNegativeDecimal(atol), v1alpha1.NonNegativeDecimal(rtol)
 		b.obj.Spec.KernelTargets = append(b.obj.Spec.KernelTargets, t)
 	}
+}
+
+// relativePaths writes the protocol's file names as the API wants them:
+// "./train.py" becomes "train.py".
+func relativePaths(files []string) []v1alpha1.RelativePath {
+	if files == nil {
+		return nil
+	}
+	out := make([]v1alpha1.RelativePath, len(files))
+	for i, f := range files {
+		out[i] = v1alpha1.RelativePath(path.Clean(f))
+	}
+	return out
 }
 
 // fieldOrder is the order of the spec, which Missing and Inferred follow.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -99,18 +98,18 @@ func assertRoundTrip(t *testing.T, res Result, out []byte) {
 // the golden files, so that a wrong golden file cannot be blessed unnoticed.
 func TestParseCurrentLayout(t *testing.T) {
 	res := parseFile(t, "current.md", nil)
-	atol, rtol := "1e-5", "1.3e-6"
+	atol, rtol := v1alpha1.NonNegativeDecimal("1e-5"), v1alpha1.NonNegativeDecimal("1.3e-6")
 	want := v1alpha1.AutoResearchSpec{
 		ResearchQuestion: "Can a fused attention kernel cut the step time of the small GPT without changing its loss?",
 		MaxRounds:        30,
 		Baseline:         &v1alpha1.BaselineSpec{Value: "41.7"},
 		Fixed: v1alpha1.FixedSpec{
-			Files:      []string{"evaluate.py", "reference/attention.py", "fixtures.py"},
+			Files:      []v1alpha1.RelativePath{"evaluate.py", "reference/attention.py", "fixtures.py"},
 			TimeLimit:  duration(5 * time.Minute),
 			EpochLimit: 1,
 		},
 		Variable: v1alpha1.VariableSpec{
-			Files: []string{"kernels/attention.py", "train.py"},
+			Files: []v1alpha1.RelativePath{"kernels/attention.py", "train.py"},
 			Range: "attention kernel implementation (Triton or CUDA), block sizes, memory layout; the model and optimizer stay as they are",
 		},
 		Train: v1alpha1.TrainSpec{Command: "python train.py"},
@@ -140,19 +139,19 @@ func TestParseCurrentLayout(t *testing.T) {
 
 func TestParseOlderLayout(t *testing.T) {
 	res := parseFile(t, "older.md", olderRepo)
-	target := "0.94"
+	target := v1alpha1.Decimal("0.94")
 	want := v1alpha1.AutoResearchSpec{
 		ResearchQuestion: "Which changes to the ResNet-18 architecture and training recipe raise CIFAR-10 test accuracy the most within a fixed 10-second training budget?",
 		MaxRounds:        5,
 		Target:           &target,
 		Baseline:         &v1alpha1.BaselineSpec{Value: "0.223"},
 		Fixed: v1alpha1.FixedSpec{
-			Files:      []string{"evaluate.py", "prepare.py", "data/loader.py"},
+			Files:      []v1alpha1.RelativePath{"evaluate.py", "prepare.py", "data/loader.py"},
 			TimeLimit:  duration(10 * time.Second),
 			EpochLimit: 1,
 		},
 		Variable: v1alpha1.VariableSpec{
-			Files: []string{"model.py", "train.py"},
+			Files: []v1alpha1.RelativePath{"model.py", "train.py"},
 			Range: "- Model architecture in model.py can be changed\n" +
 				"- Optimizer, learning-rate schedule and batch size in train.py can be tuned\n" +
 				"- No pretrained weights; no extra data",
@@ -274,7 +273,7 @@ func TestParseTimeLimit(t *testing.T) {
 func TestParseTargetAndBaseline(t *testing.T) {
 	cases := map[string]struct {
 		target, baseline string
-		wantTarget       *string
+		wantTarget       *v1alpha1.Decimal
 		wantBaseline     *v1alpha1.BaselineSpec
 		wantMissing      []string
 		wantNote         string
@@ -285,11 +284,11 @@ func TestParseTargetAndBaseline(t *testing.T) {
 		},
 		"target number": {
 			target: "target: 0.95", baseline: "baseline: 0.5",
-			wantTarget: ptr("0.95"), wantBaseline: &v1alpha1.BaselineSpec{Value: "0.5"},
+			wantTarget: ptr(v1alpha1.Decimal("0.95")), wantBaseline: &v1alpha1.BaselineSpec{Value: "0.5"},
 		},
 		"target quoted with metric": {
 			target: `target: "acc >= 0.9"`, baseline: "baseline: acc: 0.5 (VP L1)",
-			wantTarget: ptr("0.9"), wantBaseline: &v1alpha1.BaselineSpec{Value: "0.5"},
+			wantTarget: ptr(v1alpha1.Decimal("0.9")), wantBaseline: &v1alpha1.BaselineSpec{Value: "0.5"},
 		},
 		"target absent": {
 			baseline: "baseline: acc = 1e-3", wantBaseline: &v1alpha1.BaselineSpec{Value: "1e-3"},
@@ -442,10 +441,10 @@ func TestParseFiles(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			res := parse(t, protocol(map[string]string{"fixed.files": tc.fixed, "variable.files": tc.variable, "range": ""}), tc.repo)
-			if diff := cmp.Diff(tc.wantFixed, res.Object.Spec.Fixed.Files); diff != "" {
+			if diff := cmp.Diff(tc.wantFixed, v1alpha1.Strings(res.Object.Spec.Fixed.Files)); diff != "" {
 				t.Errorf("fixed.files (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantVariable, res.Object.Spec.Variable.Files); diff != "" {
+			if diff := cmp.Diff(tc.wantVariable, v1alpha1.Strings(res.Object.Spec.Variable.Files)); diff != "" {
 				t.Errorf("variable.files (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(append(tc.wantMissing, "spec.researcher.command"), res.Missing); diff != "" {
@@ -752,8 +751,8 @@ func parseFile(t *testing.T, name string, repo []string) Result {
 	return parse(t, string(text), repo)
 }
 
-func duration(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+func duration(d time.Duration) v1alpha1.Duration { return v1alpha1.Duration{Duration: d} }
 
-func durationPtr(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+func durationPtr(d time.Duration) *v1alpha1.Duration { return &v1alpha1.Duration{Duration: d} }
 
-func ptr(s string) *string { return &s }
+func ptr[T any](v T) *T { return &v }

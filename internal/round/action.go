@@ -5,15 +5,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
-	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
-)
-
-// Ledger statuses of experiences.md.
-const (
-	ledgerRunning       = "running"
-	ledgerCompleted     = "completed"
-	ledgerTargetReached = "target_reached"
 )
 
 // CurrentAction is the action whose result the loop waits for, as the
@@ -89,59 +81,6 @@ func finishAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStat
 	}, true
 }
 
-// roundRecord is the finished round's entry for the history and the ledger.
-func roundRecord(cr *v1alpha1.RoundStatus, c *v1alpha1.CandidateStatus) v1alpha1.RoundRecord {
-	return v1alpha1.RoundRecord{
-		Round: cr.Number, Strategy: c.Strategy, Compliance: c.Compliance, Value: c.Value,
-		Verdict: c.Verdict, Insight: c.Insight, Note: cr.Note, Durations: c.Durations,
-	}
-}
-
-// roundLedger is the row of the round whose git step is starting, with the
-// header as it will stand after the round. The row's commit is left empty:
-// the git step fills in the commit HEAD is on after it.
-func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, c *v1alpha1.CandidateStatus) *steps.LedgerUpdate {
-	cr := st.CurrentRound
-	after := st.DeepCopy()
-	after.CompletedRounds = cr.Number
-	if c.Verdict == v1alpha1.VerdictImproved {
-		after.Best = &v1alpha1.BestResult{Round: cr.Number, Value: c.Value}
-	}
-	rec := roundRecord(cr, c)
-	return ledgerUpdate(spec, after, ledgerRunning, &rec, c.MemoryGB)
-}
-
-// baselineLedger is the baseline's row 0, which the first round's
-// preparation writes: round 0 has no git step of its own to do it.
-func baselineLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) *steps.LedgerUpdate {
-	for _, h := range st.History {
-		if h.Round == 0 {
-			return ledgerUpdate(spec, st, ledgerRunning, &h, "")
-		}
-	}
-	return nil
-}
-
-// ledgerUpdate is the ledger header as st has it, with the experiences.md
-// status ledgerStatus, and rec, when not nil, as a row with the peak memory
-// training reported.
-func ledgerUpdate(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, ledgerStatus string, rec *v1alpha1.RoundRecord, memoryGB string) *steps.LedgerUpdate {
-	u := &steps.LedgerUpdate{
-		Metric: spec.Eval.Metric, Rounds: st.CompletedRounds, MaxRounds: spec.MaxRounds,
-		Status: ledgerStatus, MemoryGB: memoryGB,
-	}
-	if b := st.Best; b != nil {
-		u.Best, u.BestRound = b.Value, b.Round
-	}
-	if rec != nil {
-		u.Round = &steps.LedgerRound{
-			Round: rec.Round, Strategy: rec.Strategy, Compliance: rec.Compliance, Value: rec.Value,
-			Verdict: string(rec.Verdict), Insight: rec.Insight, Note: rec.Note, Commit: rec.Commit,
-		}
-	}
-	return u
-}
-
 // promptData is what round n's Researcher prompt is made from. Its
 // experience snippet comes from status.history, which holds the baseline
 // and more rounds than the prompt shows, so no adapter reads the ledger
@@ -154,10 +93,7 @@ func promptData(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus
 		ledger.Best, ledger.BestRound = b.Value, int(b.Round)
 	}
 	for _, h := range st.History {
-		ledger.Upsert(workspace.NewLedgerRow(spec.Eval.Metric, steps.LedgerRound{
-			Round: h.Round, Strategy: h.Strategy, Compliance: h.Compliance, Value: h.Value,
-			Verdict: string(h.Verdict), Insight: h.Insight, Note: h.Note,
-		}))
+		ledger.Upsert(workspace.NewLedgerRow(spec.Eval.Metric, ledgerRound(h)))
 	}
 	profile := ""
 	if spec.Profile != nil {
@@ -169,8 +105,8 @@ func promptData(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus
 		Round:            n,
 		MaxRounds:        max(spec.MaxRounds, n),
 		ResearchQuestion: spec.ResearchQuestion,
-		FixedFiles:       spec.Fixed.Files,
-		VariableFiles:    spec.Variable.Files,
+		FixedFiles:       v1alpha1.Strings(spec.Fixed.Files),
+		VariableFiles:    v1alpha1.Strings(spec.Variable.Files),
 		VariableRange:    spec.Variable.Range,
 		TimeLimit:        spec.Fixed.TimeLimit.Duration.String(),
 		EpochLimit:       spec.Fixed.EpochLimit,

@@ -78,7 +78,7 @@ func TestCurrentAction(t *testing.T) {
 		},
 		"finished: the final ledger until its commit is known": {
 			setup: func(d *driver) {
-				target := "0.95"
+				target := v1alpha1.Decimal("0.95")
 				d.spec.Target = &target
 				d.start()
 				d.round("0.9")

@@ -19,10 +19,11 @@ func (e *engine) workspaceReady(w WorkspaceResult) {
 		FixedFileHashes: w.FixedHashes,
 	}
 	if b := e.spec.Baseline; b != nil && b.Value != "" {
-		e.st.Baseline = &v1alpha1.BaselineResult{Value: b.Value}
-		e.st.Best = &v1alpha1.BestResult{Round: 0, Value: b.Value, Commit: w.StartCommit}
+		value := string(b.Value)
+		e.st.Baseline = &v1alpha1.BaselineResult{Value: value}
+		e.st.Best = &v1alpha1.BestResult{Round: 0, Value: value, Commit: w.StartCommit}
 		e.recordRound(v1alpha1.RoundRecord{
-			Round: 0, Strategy: "baseline", Compliance: "✅", Value: b.Value,
+			Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: value,
 			Verdict: v1alpha1.VerdictBaseline, Insight: "baseline given in the protocol",
 			Commit: w.StartCommit, CompletionTime: e.now.DeepCopy(),
 		}, false)
@@ -39,7 +40,7 @@ func (e *engine) workspaceReady(w WorkspaceResult) {
 		BaseCommit: w.StartCommit,
 		StartTime:  e.now.DeepCopy(),
 		Tasks:      e.baselineTasks(),
-		Candidates: []v1alpha1.CandidateStatus{{Index: 0, Strategy: "baseline", Compliance: "✅"}},
+		Candidates: []v1alpha1.CandidateStatus{{Index: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed}},
 	}
 	e.st.Message = "measuring the baseline"
 	e.startStep()
@@ -66,7 +67,7 @@ func (e *engine) baselineSample(raw string) {
 	}
 	c := e.candidate()
 	e.recordRound(v1alpha1.RoundRecord{
-		Round: 0, Strategy: "baseline", Compliance: "✅", Value: b.Value,
+		Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: b.Value,
 		Verdict: v1alpha1.VerdictBaseline, Insight: insight, Commit: e.st.Workspace.StartCommit,
 		Durations: c.Durations, CompletionTime: e.now.DeepCopy(),
 	}, false)

@@ -57,7 +57,7 @@ func TestNextBaseline(t *testing.T) {
 			obs:   evaluated(0, "1.02"),
 			wantActions: []Action{
 				{Type: ActionReportRound, Round: 0, Record: &v1alpha1.RoundRecord{
-					Round: 0, Strategy: "baseline", Compliance: "✅", Value: "1.02", Verdict: v1alpha1.VerdictBaseline,
+					Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: "1.02", Verdict: v1alpha1.VerdictBaseline,
 					Insight: "unmodified code", Commit: startCommit,
 				}},
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
@@ -95,7 +95,7 @@ func TestNextBaseline(t *testing.T) {
 			obs:   evaluated(0, "1.01"),
 			wantActions: []Action{
 				{Type: ActionReportRound, Round: 0, Record: &v1alpha1.RoundRecord{
-					Round: 0, Strategy: "baseline", Compliance: "✅", Value: "1", Verdict: v1alpha1.VerdictBaseline,
+					Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: "1", Verdict: v1alpha1.VerdictBaseline,
 					Insight: "unmodified code, 3 runs: mean 1, stddev 0.01", Commit: startCommit,
 				}},
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},

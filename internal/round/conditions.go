@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // maxConditionMessage is the API's limit on a condition's message.
@@ -62,6 +63,6 @@ func (e *engine) refreshConditions(gen int64) {
 
 func (e *engine) setCondition(t string, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&e.st.Conditions, metav1.Condition{
-		Type: t, Status: s, Reason: reason, Message: truncate(msg, maxConditionMessage), LastTransitionTime: e.now,
+		Type: t, Status: s, Reason: reason, Message: text.Truncate(msg, maxConditionMessage), LastTransitionTime: e.now,
 	})
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/schema"
 )
 
 const (
@@ -38,21 +40,17 @@ var (
 // testSpec is a minimal valid protocol: minimize val_bpb over ten rounds,
 // with the baseline measured once in round 0.
 func testSpec() *v1alpha1.AutoResearchSpec {
-	return &v1alpha1.AutoResearchSpec{
-		ResearchQuestion: "Can the model reach a lower val_bpb in five minutes?",
-		MaxRounds:        10,
-		Fixed:            v1alpha1.FixedSpec{Files: []string{"prepare.py"}, TimeLimit: metav1.Duration{Duration: 5 * time.Minute}},
-		Variable:         v1alpha1.VariableSpec{Files: []string{"train.py"}},
-		Train:            v1alpha1.TrainSpec{Command: "uv run train.py", GPUs: 1},
-		Eval:             v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize, Command: "uv run eval.py"},
-		Researcher:       v1alpha1.ResearcherSpec{Command: "researcher"},
-	}
+	return builder.MakeAutoResearch("demo", "").
+		Fixed("prepare.py").Train("uv run train.py", "").Eval("uv run eval.py").Researcher("researcher", "").
+		SpecObj()
 }
 
 // givenBaseline sets a known baseline so that round 1 starts right after
 // the workspace is ready.
 func givenBaseline(value string) func(*v1alpha1.AutoResearchSpec) {
-	return func(s *v1alpha1.AutoResearchSpec) { s.Baseline = &v1alpha1.BaselineSpec{Value: value} }
+	return func(s *v1alpha1.AutoResearchSpec) {
+		s.Baseline = &v1alpha1.BaselineSpec{Value: v1alpha1.Decimal(value)}
+	}
 }
 
 // driver plays an adapter: it feeds observations to Next one at a time and
@@ -71,7 +69,9 @@ func newDriver(t *testing.T, mutate ...func(*v1alpha1.AutoResearchSpec)) *driver
 	for _, m := range mutate {
 		m(spec)
 	}
-	spec.Default()
+	if err := schema.DefaultSpec(spec); err != nil {
+		t.Fatal(err)
+	}
 	return &driver{t: t, spec: spec, gen: 1, now: t0}
 }
 

@@ -9,9 +9,9 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
 
-// Input is everything Next decides from. Spec is defaulted
-// (v1alpha1.AutoResearchSpec.Default): the engine reads no field twice to
-// find its default.
+// Input is everything Next decides from. Spec carries the defaults of the
+// CRD's markers, as the API server stores it (schema.DefaultSpec does the
+// same without one): the engine never looks for a default itself.
 type Input struct {
 	Spec        *v1alpha1.AutoResearchSpec
 	Status      v1alpha1.AutoResearchStatus

@@ -61,7 +61,7 @@ func TestNextStart(t *testing.T) {
 			obs:   workspaceReady(),
 			wantActions: []Action{
 				{Type: ActionReportRound, Round: 0, Record: &v1alpha1.RoundRecord{
-					Round: 0, Strategy: "baseline", Compliance: "✅", Value: "1.0", Verdict: v1alpha1.VerdictBaseline,
+					Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: "1.0", Verdict: v1alpha1.VerdictBaseline,
 					Insight: "baseline given in the protocol", Commit: startCommit, CompletionTime: timeAt(tObs),
 				}},
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
@@ -75,7 +75,7 @@ func TestNextStart(t *testing.T) {
 		},
 		"baseline already at the target still runs round 1": {
 			spec: func(s *v1alpha1.AutoResearchSpec) {
-				target := "1.5"
+				target := v1alpha1.Decimal("1.5")
 				s.Target = &target
 				s.Baseline = &v1alpha1.BaselineSpec{Value: "1.0"}
 			},
@@ -83,7 +83,7 @@ func TestNextStart(t *testing.T) {
 			obs:   workspaceReady(),
 			wantActions: []Action{
 				{Type: ActionReportRound, Round: 0, Record: &v1alpha1.RoundRecord{
-					Round: 0, Strategy: "baseline", Compliance: "✅", Value: "1.0", Verdict: v1alpha1.VerdictBaseline,
+					Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: "1.0", Verdict: v1alpha1.VerdictBaseline,
 					Insight: "baseline given in the protocol", Commit: startCommit, CompletionTime: timeAt(tObs),
 				}},
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},

@@ -4,11 +4,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // maxMessageLength is the API's limit on status.message.
@@ -56,7 +56,7 @@ func tail(s string) string {
 		return ""
 	}
 	lines := strings.Split(s, "\n")
-	return ": " + truncate(strings.TrimSpace(lines[len(lines)-1]), 300)
+	return ": " + text.Truncate(strings.TrimSpace(lines[len(lines)-1]), 300)
 }
 
 func joinInsight(parts ...string) string {
@@ -67,24 +67,4 @@ func joinInsight(parts ...string) string {
 		}
 	}
 	return strings.Join(out, "; ")
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-func short(commit string) string {
-	if len(commit) > 7 {
-		return commit[:7]
-	}
-	return commit
 }

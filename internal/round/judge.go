@@ -34,8 +34,8 @@ func (e *engine) judge(value, best float64) (v1alpha1.Verdict, string) {
 
 // noiseMargin is how much a candidate must beat the best by.
 func (e *engine) noiseMargin() float64 {
-	minDelta := parseOr(e.spec.Acceptance.MinDelta, 0)
-	factor := parseOr(e.spec.Acceptance.NoiseFactor, 0)
+	minDelta := parseOr(string(e.spec.Acceptance.MinDelta), 0)
+	factor := parseOr(string(e.spec.Acceptance.NoiseFactor), 0)
 	stddev := 0.0
 	if e.st.Baseline != nil {
 		stddev = parseOr(e.st.Baseline.Stddev, 0)
@@ -48,7 +48,7 @@ func targetReached(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchSta
 	if spec.Target == nil || st.Best == nil || st.Best.Round == 0 {
 		return false
 	}
-	target, err := metric.ParseDecimal(*spec.Target)
+	target, err := metric.ParseDecimal(string(*spec.Target))
 	if err != nil {
 		return false
 	}

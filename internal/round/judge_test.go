@@ -25,7 +25,7 @@ func TestNextVerdicts(t *testing.T) {
 		s.Baseline = &v1alpha1.BaselineSpec{Value: "0.8"}
 	}
 	minDelta := func(v string) func(*v1alpha1.AutoResearchSpec) {
-		return func(s *v1alpha1.AutoResearchSpec) { s.Acceptance.MinDelta = v }
+		return func(s *v1alpha1.AutoResearchSpec) { s.Acceptance.MinDelta = v1alpha1.NonNegativeDecimal(v) }
 	}
 	at := func(step v1alpha1.Step) func(*driver) { return func(d *driver) { d.advanceTo(step) } }
 	// noisy sets the measured noise as if round 0 had run several times.
@@ -308,7 +308,7 @@ func TestNextVerdicts(t *testing.T) {
 				t.Fatalf("current round = %+v, want round 1", cr)
 			}
 			c := cr.Candidates[0]
-			got := view{Strategy: c.Strategy, Compliance: c.Compliance, Value: c.Value, Verdict: c.Verdict, Insight: c.Insight, Actions: out.Actions}
+			got := view{Strategy: c.Strategy, Compliance: ComplianceCell(c.Compliance, c.ComplianceMessage), Value: c.Value, Verdict: c.Verdict, Insight: c.Insight, Actions: out.Actions}
 			if diff := cmp.Diff(tc.want, got, ignoreRecordTimes, ignoreTasks); diff != "" {
 				t.Errorf("round 1 (-want +got):\n%s", diff)
 			}

@@ -84,7 +84,7 @@ func TestNextSuspend(t *testing.T) {
 			setup: steps(start, func(d *driver) { d.evaluate("1.1") }, suspend(true)),
 			obs:   rolledBack(1),
 			wantActions: []Action{{Type: ActionReportRound, Round: 1, Record: &v1alpha1.RoundRecord{
-				Round: 1, Strategy: "strategy 1", Compliance: "✅", Value: "1.1", Verdict: v1alpha1.VerdictNotImproved,
+				Round: 1, Strategy: "strategy 1", Compliance: v1alpha1.CompliancePassed, Value: "1.1", Verdict: v1alpha1.VerdictNotImproved,
 				Insight: "val_bpb=1.1 is no better than the best 1.0 (R0); the change did not help",
 			}}},
 			want: view{

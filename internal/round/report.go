@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // Headline is the seed's progress line for a finished round, "Round
@@ -19,7 +20,7 @@ func Headline(metric string, maxRounds int32, rec v1alpha1.RoundRecord) string {
 	}
 	git := "rolled back"
 	if rec.Commit != "" {
-		git = "committed " + short(rec.Commit)
+		git = "committed " + text.ShortCommit(rec.Commit)
 	}
 	return fmt.Sprintf("Round %d/%d: %s — %s (%s)", rec.Round, maxRounds, result, rec.Verdict, git)
 }

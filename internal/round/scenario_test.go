@@ -91,38 +91,38 @@ func (l *lab) perform(a Action) (*Observation, bool) {
 	case ActionPrepareWorkspace:
 		l.head = startCommit
 		l.trace = append(l.trace, name)
-		return ptr(workspaceReady()), false
+		return ref(workspaceReady()), false
 	case ActionRunResearcher:
 		// The Researcher starts from the round's base commit.
 		l.write(a)
 		l.head = a.BaseCommit
 		l.trace = append(l.trace, fmt.Sprintf("%s from %.7s", name, a.BaseCommit))
-		return ptr(researcherExit(a.Round, fmt.Sprintf("idea %d", a.Round), ProcessExit{ExitCode: at.researcherExit, Duration: researcherTime})), false
+		return ref(researcherExit(a.Round, fmt.Sprintf("idea %d", a.Round), ProcessExit{ExitCode: at.researcherExit, Duration: researcherTime})), false
 	case ActionCheckCompliance:
 		l.trace = append(l.trace, name)
-		return ptr(compliance(a.Round, ComplianceResult{Violation: at.violation})), false
+		return ref(compliance(a.Round, ComplianceResult{Violation: at.violation})), false
 	case ActionRunTrain:
 		l.trace = append(l.trace, name)
-		return ptr(train(a.Round, TrainResult{Exit: ProcessExit{ExitCode: at.trainExit, Duration: trainTime}})), false
+		return ref(train(a.Round, TrainResult{Exit: ProcessExit{ExitCode: at.trainExit, Duration: trainTime}})), false
 	case ActionRunEval:
 		l.trace = append(l.trace, name)
 		value := at.value
 		if a.Round == 0 {
 			value = l.baseline[a.Sample-1]
 		}
-		return ptr(eval(a.Round, EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: value != "", Value: value})), false
+		return ref(eval(a.Round, EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: value != "", Value: value})), false
 	case ActionCommit:
 		l.write(a)
 		l.head = commitOf(a.Round)
 		l.trace = append(l.trace, fmt.Sprintf("%s %.7s", name, l.head))
 		l.used(a.Round)
-		return ptr(committed(a.Round, l.head)), false
+		return ref(committed(a.Round, l.head)), false
 	case ActionRollback:
 		l.write(a)
 		l.head = a.BaseCommit
 		l.trace = append(l.trace, fmt.Sprintf("%s to %.7s", name, a.BaseCommit))
 		l.used(a.Round)
-		return ptr(rolledBack(a.Round)), false
+		return ref(rolledBack(a.Round)), false
 	case ActionReportRound:
 		l.reported = append(l.reported, a.Round)
 	case ActionWarn:
@@ -204,12 +204,12 @@ func (l *lab) rows() []string {
 	return out
 }
 
-func ptr[T any](v T) *T { return &v }
+func ref[T any](v T) *T { return &v }
 
 func TestScenarioMeasuredBaselineToTarget(t *testing.T) {
 	d := newDriver(t, func(s *v1alpha1.AutoResearchSpec) {
 		s.Baseline = &v1alpha1.BaselineSpec{Runs: 3}
-		target := "0.9"
+		target := v1alpha1.Decimal("0.9")
 		s.Target = &target
 	})
 	l := newLab(d, []string{"1.02", "1.0", "0.98"}, map[int32][]attempt{

@@ -43,7 +43,7 @@ func taskPrefix(n int32, step v1alpha1.Step) string {
 // roundTasks is the seed's S1–S6 task list for a new round, before results.
 func (e *engine) roundTasks(n int32) []string {
 	s := e.spec
-	variable := strings.Join(s.Variable.Files, ", ")
+	variable := strings.Join(v1alpha1.Strings(s.Variable.Files), ", ")
 	compliance := fmt.Sprintf("check %s only", variable)
 	if k := len(s.KernelTargets); k > 0 {
 		compliance = fmt.Sprintf("files + parity (%d kernels)", k)

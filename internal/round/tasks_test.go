@@ -52,7 +52,7 @@ func TestRoundTasksInProgress(t *testing.T) {
 		},
 		"kernel targets are checked for parity": {
 			spec: func(s *v1alpha1.AutoResearchSpec) {
-				s.Variable.Files = []string{"train.py", "kernels.py"}
+				s.Variable.Files = []v1alpha1.RelativePath{"train.py", "kernels.py"}
 				s.KernelTargets = []v1alpha1.KernelTarget{{Name: "rmsnorm"}, {Name: "rope"}}
 			},
 			setup: func(d *driver) { d.next(tick()) },
@@ -249,7 +249,7 @@ func TestRoundTasksOfFinishedRound(t *testing.T) {
 		},
 		"target reached": {
 			spec: func(s *v1alpha1.AutoResearchSpec) {
-				target := "0.95"
+				target := v1alpha1.Decimal("0.95")
 				s.Target = &target
 			},
 			value: "0.9",

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // The seed's termination rules: the loop ends only when the target is
@@ -62,7 +63,7 @@ func (e *engine) finished(obs Observation) {
 func (e *engine) fail(reason, msg string) {
 	e.st.Phase = v1alpha1.PhaseFailed
 	// The message quotes process output; the API caps status.message.
-	e.st.Message = truncate(msg, maxMessageLength)
+	e.st.Message = text.Truncate(msg, maxMessageLength)
 	e.setCondition(v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg)
 }
 

@@ -21,7 +21,7 @@ func TestNextGitResult(t *testing.T) {
 		Conditions                 map[string]string
 	}
 	target := func(v string) func(*v1alpha1.AutoResearchSpec) {
-		return func(s *v1alpha1.AutoResearchSpec) { s.Target = &v }
+		return func(s *v1alpha1.AutoResearchSpec) { s.Target = ref(v1alpha1.Decimal(v)) }
 	}
 	maximize := func(s *v1alpha1.AutoResearchSpec) {
 		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.DirectionMaximize
@@ -42,7 +42,7 @@ func TestNextGitResult(t *testing.T) {
 	running := map[string]string{"Succeeded": "False/NotFinished", "Degraded": "False/Improving"}
 	record := func(n int32, value string, verdict v1alpha1.Verdict, insight, commit string) Action {
 		return Action{Type: ActionReportRound, Round: n, Record: &v1alpha1.RoundRecord{
-			Round: n, Strategy: fmt.Sprintf("strategy %d", n), Compliance: "✅", Value: value,
+			Round: n, Strategy: fmt.Sprintf("strategy %d", n), Compliance: v1alpha1.CompliancePassed, Value: value,
 			Verdict: verdict, Insight: insight, Commit: commit,
 		}}
 	}
@@ -169,7 +169,7 @@ func TestNextGitResult(t *testing.T) {
 			obs: rolledBack(2),
 			wantActions: []Action{
 				{Type: ActionReportRound, Round: 2, Record: &v1alpha1.RoundRecord{
-					Round: 2, Strategy: "strategy 2", Compliance: "✅", Verdict: v1alpha1.VerdictEvalFailed,
+					Round: 2, Strategy: "strategy 2", Compliance: v1alpha1.CompliancePassed, Verdict: v1alpha1.VerdictEvalFailed,
 					Insight: "evaluation printed no val_bpb (training-log metrics are never used)",
 				}},
 				{
@@ -275,7 +275,7 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 		"raised after the target was reached stays done": {
 			setup: []func(*driver){
 				func(d *driver) {
-					target := "0.95"
+					target := v1alpha1.Decimal("0.95")
 					d.spec.Target = &target
 					d.start()
 					d.round("0.9")
@@ -335,7 +335,7 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 			obs: committed(3, commitOf(3)),
 			wantActions: []Action{
 				{Type: ActionReportRound, Round: 3, Record: &v1alpha1.RoundRecord{
-					Round: 3, Strategy: "strategy 3", Compliance: "✅", Value: "0.9", Verdict: v1alpha1.VerdictImproved,
+					Round: 3, Strategy: "strategy 3", Compliance: v1alpha1.CompliancePassed, Value: "0.9", Verdict: v1alpha1.VerdictImproved,
 					Insight: "val_bpb improved from 1.0 (R0) by 0.1", Commit: commitOf(3),
 				}},
 				{

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"k8s.io/utils/ptr"
 )
 
 // addUsage adds a Researcher's reported consumption to the experiment's.
@@ -17,5 +18,5 @@ func (e *engine) addUsage(u v1alpha1.Usage) {
 
 // addGPUTime counts a training or evaluation run on spec.train.gpus GPUs.
 func (e *engine) addGPUTime(d time.Duration) {
-	e.st.Usage.GPUSeconds += int64(e.spec.Train.GPUs) * int64(d.Round(time.Second)/time.Second)
+	e.st.Usage.GPUSeconds += int64(ptr.Deref(e.spec.Train.GPUs, 0)) * int64(d.Round(time.Second)/time.Second)
 }

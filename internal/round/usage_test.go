@@ -48,7 +48,7 @@ func TestNextUsage(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			d := newDriver(t)
-			d.spec.Train.GPUs = tc.gpus
+			d.spec.Train.GPUs = &tc.gpus
 			d.spec.Baseline = tc.baseline
 			d.start()
 			for d.current() == 0 {

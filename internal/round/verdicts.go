@@ -9,6 +9,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // The results of a round's steps, each moving the candidate to its next
@@ -43,17 +44,17 @@ func (e *engine) complianceChecked(r ComplianceResult) {
 	}
 	switch {
 	case r.Violation != "":
-		c.Compliance = "❌ files: " + r.Violation
-		e.setTask(v1alpha1.StepCompliance, "%s", c.Compliance)
+		c.Compliance, c.ComplianceMessage = v1alpha1.ComplianceFilesViolated, r.Violation
+		e.setTask(v1alpha1.StepCompliance, "%s", ComplianceCell(c.Compliance, c.ComplianceMessage))
 		e.decide(v1alpha1.VerdictComplianceFailed, joinInsight(r.Violation, r.Advisory))
 	case r.Parity != "":
-		c.Compliance = "❌ parity: " + r.Parity
-		e.setTask(v1alpha1.StepCompliance, "%s", c.Compliance)
+		c.Compliance, c.ComplianceMessage = v1alpha1.ComplianceParityFailed, r.Parity
+		e.setTask(v1alpha1.StepCompliance, "%s", ComplianceCell(c.Compliance, c.ComplianceMessage))
 		e.decide(v1alpha1.VerdictParityFailed, joinInsight(r.Parity, r.Advisory))
 	default:
-		c.Compliance = "✅"
+		c.Compliance = v1alpha1.CompliancePassed
 		c.Insight = r.Advisory
-		e.setTask(v1alpha1.StepCompliance, "✅")
+		e.setTask(v1alpha1.StepCompliance, "%s", ComplianceCell(c.Compliance, ""))
 		e.advance(v1alpha1.StepTrain)
 	}
 }
@@ -105,7 +106,7 @@ func (e *engine) evalFinished(r EvalResult) {
 	metricName := e.spec.Eval.Metric
 	if len(r.FixedFilesChanged) > 0 {
 		insight := "fixed files changed before evaluation: " + strings.Join(r.FixedFilesChanged, ", ")
-		c.Compliance = "❌ files: " + insight
+		c.Compliance, c.ComplianceMessage = v1alpha1.ComplianceFilesViolated, insight
 		e.setTask(v1alpha1.StepEval, "not run: %s", insight)
 		if cr.Number == 0 {
 			e.fail(v1alpha1.ReasonBaselineFailed, insight)
@@ -174,7 +175,7 @@ func (e *engine) gitDone(commit string) {
 		rec.Commit = commit
 		e.st.Best = &v1alpha1.BestResult{Round: cr.Number, Value: c.Value, Commit: commit}
 		e.st.ConsecutiveNonImprovements = 0
-		e.setTask(v1alpha1.StepGit, "committed %s", short(commit))
+		e.setTask(v1alpha1.StepGit, "committed %s", text.ShortCommit(commit))
 	} else {
 		e.st.ConsecutiveNonImprovements++
 		e.setTask(v1alpha1.StepGit, "rolled back")

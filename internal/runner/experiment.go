@@ -4,19 +4,19 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/schema"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -50,7 +50,7 @@ func LoadExperiment(ctx context.Context, file, worktree string) (*Experiment, er
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	dir := filepath.Dir(abs)
-	top, err := gitOutput(ctx, dir, "rev-parse", "--show-toplevel")
+	top, err := workspace.Git(ctx, dir, nil, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return nil, fmt.Errorf("%s is not inside a git repository: the loop works on a worktree of the repository holding the experiment (run `git init && git add -A && git commit -m baseline` there first)", dir)
 	}
@@ -82,8 +82,9 @@ func LoadExperiment(ctx context.Context, file, worktree string) (*Experiment, er
 	return &Experiment{Object: obj, File: abs, Repo: top, Subdir: filepath.ToSlash(sub), Worktree: worktree}, nil
 }
 
-// ParseExperiment decodes an AutoResearch object strictly, then defaults and
-// validates its spec.
+// ParseExperiment decodes an AutoResearch object strictly, then defaults
+// and judges it as the API server would (the CRD's schema and CEL rules),
+// then by the rules no schema can express.
 func ParseExperiment(data []byte) (*v1alpha1.AutoResearch, error) {
 	obj := &v1alpha1.AutoResearch{}
 	if err := yaml.UnmarshalStrict(data, obj); err != nil {
@@ -95,11 +96,42 @@ func ParseExperiment(data []byte) (*v1alpha1.AutoResearch, error) {
 	if obj.Name == "" {
 		return nil, fmt.Errorf("metadata.name is required: it names the worktree and the experiment branch")
 	}
-	obj.Spec.Default()
-	if err := obj.Spec.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid protocol:\n%w", err)
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("not a valid AutoResearch: %w", err)
+	}
+	if err := schema.Default(raw); err != nil {
+		return nil, err
+	}
+	errs, err := schema.Validate(context.Background(), raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) == 0 {
+		defaulted, err := json.Marshal(raw)
+		if err != nil {
+			return nil, err
+		}
+		obj = &v1alpha1.AutoResearch{}
+		if err := json.Unmarshal(defaulted, obj); err != nil {
+			return nil, fmt.Errorf("not a valid AutoResearch: %w", err)
+		}
+		errs = obj.Spec.Validate()
+	}
+	if len(errs) > 0 {
+		return nil, invalidProtocol(errs)
 	}
 	return obj, nil
+}
+
+// invalidProtocol lists every broken rule on a line of its own.
+func invalidProtocol(errs field.ErrorList) error {
+	var b strings.Builder
+	b.WriteString("invalid protocol:")
+	for _, e := range errs {
+		b.WriteString("\n  " + e.Error())
+	}
+	return errors.New(b.String())
 }
 
 // StateDir is the supervisor's directory inside the worktree.
@@ -149,18 +181,6 @@ func (x *Experiment) Notes() ([]string, error) {
 	return notes, nil
 }
 
-func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
 // Saved is what a local run left behind: its status and ledger.
 type Saved struct {
 	Status v1alpha1.AutoResearchStatus
@@ -181,7 +201,7 @@ func (x *Experiment) LoadSaved() (saved Saved, ok bool, err error) {
 	if err := json.Unmarshal(data, &saved.Status); err != nil {
 		return saved, false, err
 	}
-	saved.Ledger, err = workspace.ReadLedger(filepath.Join(x.Worktree, filepath.FromSlash(x.Subdir), "experiences.md"))
+	saved.Ledger, err = workspace.ReadLedger(filepath.Join(x.Worktree, filepath.FromSlash(x.Subdir), workspace.ExperiencesFile))
 	if err != nil {
 		return saved, false, err
 	}

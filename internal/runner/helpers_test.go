@@ -77,7 +77,7 @@ func run(t *testing.T, x *Experiment, opts Options) (v1alpha1.AutoResearchStatus
 
 func ledger(t *testing.T, x *Experiment) workspace.Ledger {
 	t.Helper()
-	l, err := workspace.ReadLedger(filepath.Join(x.Worktree, filepath.FromSlash(x.Subdir), "experiences.md"))
+	l, err := workspace.ReadLedger(filepath.Join(x.Worktree, filepath.FromSlash(x.Subdir), workspace.ExperiencesFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,11 +202,11 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	start, err := gitOutput(ctx, ws.Root, "rev-list", "--max-parents=0", "--first-parent", "HEAD")
+	start, err := workspace.Git(ctx, ws.Root, nil, "rev-list", "--max-parents=0", "--first-parent", "HEAD")
 	if err != nil {
 		return err
 	}
-	hashes, err := ws.HashFiles(l.spec.Fixed.Files)
+	hashes, err := ws.HashFiles(v1alpha1.Strings(l.spec.Fixed.Files))
 	if err != nil {
 		return err
 	}
@@ -217,9 +217,10 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 	var rounds []v1alpha1.RoundRecord
 	for _, row := range ledger.Rows {
 		value := resultValue(row.Result)
+		compliance, message := round.ParseComplianceCell(row.Compliance)
 		rec := v1alpha1.RoundRecord{
-			Round: int32(row.Round), Strategy: row.Strategy, Compliance: row.Compliance, Value: value,
-			Verdict: v1alpha1.Verdict(row.Verdict), Insight: row.Insight, Note: row.Note,
+			Round: int32(row.Round), Strategy: row.Strategy, Compliance: compliance, ComplianceMessage: message,
+			Value: value, Verdict: v1alpha1.Verdict(row.Verdict), Insight: row.Insight, Note: row.Note,
 		}
 		switch {
 		case row.Round == 0 && value != "":
@@ -260,11 +261,7 @@ func (l *Local) save() error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, stateFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, stateFile))
+	return workspace.WriteFileAtomic(filepath.Join(dir, stateFile), data)
 }
 
 // perform does one action. It returns the observation for actions the
@@ -299,7 +296,7 @@ func (l *Local) perform(ctx context.Context, a round.Action) (*round.Observation
 func (l *Local) prepareWorkspace(ctx context.Context) (*round.Observation, error) {
 	ws, res, warnings, err := supervisor.CreateWorkspace(ctx, supervisor.WorkspaceOptions{
 		Repo: l.x.Repo, Subdir: l.x.Subdir, Worktree: l.x.Worktree, Name: l.x.Object.Name,
-		Metric: l.spec.Eval.Metric, MaxRounds: l.spec.MaxRounds, Fixed: l.spec.Fixed.Files,
+		Metric: l.spec.Eval.Metric, MaxRounds: l.spec.MaxRounds, Fixed: v1alpha1.Strings(l.spec.Fixed.Files),
 	})
 	for _, w := range warnings {
 		l.out.warn(w)
@@ -344,7 +341,7 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 			"AUTORESEARCH_EXPERIENCES="+l.ws.ExperiencesPath(),
 			"AUTORESEARCH_RESULT_FILE="+resultPath,
 			"AUTORESEARCH_LOG_DIR="+dir,
-			"AUTORESEARCH_FIXED_FILES="+strings.Join(l.spec.Fixed.Files, ","),
+			"AUTORESEARCH_FIXED_FILES="+strings.Join(v1alpha1.Strings(l.spec.Fixed.Files), ","),
 		), envVars(l.spec.Researcher.Env)...),
 		Timeout:   l.spec.ResearcherTimeout(),
 		KillGrace: l.opts.KillGrace,
@@ -533,11 +530,4 @@ func resultValue(cell string) string {
 		return ""
 	}
 	return cell
-}
-
-func shortHash(h string) string {
-	if len(h) > 7 {
-		return h[:7]
-	}
-	return h
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -29,7 +30,7 @@ func (r *reporter) start(l *Local) {
 	if st.Baseline != nil && st.Baseline.Value != "" {
 		baseline = st.Baseline.Value
 	} else if s.Baseline != nil && s.Baseline.Value != "" {
-		baseline = s.Baseline.Value
+		baseline = string(s.Baseline.Value)
 	}
 	next := st.CompletedRounds + 1
 	if st.Workspace == nil {
@@ -43,7 +44,7 @@ func (r *reporter) start(l *Local) {
 // the actions report finished with their final task lines.
 func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus, actions []round.Action) {
 	if prev.Workspace == nil && cur.Workspace != nil {
-		r.printf("Workspace ready at %s, starting from %s.\n", cur.Workspace.Path, shortHash(cur.Workspace.StartCommit))
+		r.printf("Workspace ready at %s, starting from %s.\n", cur.Workspace.Path, text.ShortCommit(cur.Workspace.StartCommit))
 	}
 	for _, a := range actions {
 		if a.Type != round.ActionReportRound {

@@ -74,8 +74,8 @@ func TestDemoPlan(t *testing.T) {
 		}
 		git(t, repo, "add", "-A")
 		changed := strings.Fields(git(t, repo, "diff", "--cached", "--name-only"))
-		touchesFixed := slices.ContainsFunc(changed, func(f string) bool { return slices.Contains(spec.Fixed.Files, f) })
-		onlyVariable := !slices.ContainsFunc(changed, func(f string) bool { return !slices.Contains(spec.Variable.Files, f) })
+		touchesFixed := slices.ContainsFunc(changed, func(f string) bool { return slices.Contains(spec.Fixed.Files, v1alpha1.RelativePath(f)) })
+		onlyVariable := !slices.ContainsFunc(changed, func(f string) bool { return !slices.Contains(spec.Variable.Files, v1alpha1.RelativePath(f)) })
 		switch {
 		case len(changed) == 0:
 			t.Errorf("round %d (%s) changed nothing", round, step.Strategy)

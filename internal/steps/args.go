@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -37,8 +38,8 @@ type Worktree struct {
 
 func (w Worktree) args() []string {
 	return flags(
-		"worktree", orDefault(w.Dir, WorktreeDir),
-		"subdir", orDefault(w.Subdir, "."),
+		"worktree", cmp.Or(w.Dir, WorktreeDir),
+		"subdir", cmp.Or(w.Subdir, "."),
 		"name", w.Name,
 	)
 }
@@ -130,7 +131,7 @@ type InitOptions struct {
 func InitArgs(binary string, o InitOptions) []string {
 	args := append([]string{binary, "workspace", "init"}, o.Worktree.args()...)
 	args = append(args, flags(
-		"repo", orDefault(o.Repo, SourceDir),
+		"repo", cmp.Or(o.Repo, SourceDir),
 		"clone-url", o.CloneURL,
 		"ref", o.Ref,
 		"ssh-key", o.SSHKeyFile,
@@ -161,7 +162,7 @@ type PrepareOptions struct {
 func PrepareArgs(binary string, o PrepareOptions) []string {
 	args := append([]string{binary, "workspace", "prepare"}, o.Worktree.args()...)
 	args = append(args, flags(
-		"state-dir", orDefault(o.StateDir, StateDir),
+		"state-dir", cmp.Or(o.StateDir, StateDir),
 		"round", strconv.Itoa(int(o.Round)),
 		"base", o.Base,
 	)...)
@@ -194,7 +195,7 @@ type CheckOptions struct {
 func CheckArgs(binary string, o CheckOptions) []string {
 	args := append([]string{binary, "workspace", "check"}, o.Worktree.args()...)
 	args = append(args, flags(
-		"state-dir", orDefault(o.StateDir, StateDir),
+		"state-dir", cmp.Or(o.StateDir, StateDir),
 		"round", strconv.Itoa(int(o.Round)),
 		"base", o.Base,
 		"start", o.Start,
@@ -248,27 +249,6 @@ func FinishArgs(binary string, o FinishOptions) []string {
 	return append(args, flags("ledger", mustJSON(o.Ledger), "result", o.ResultPath)...)
 }
 
-// NewLedgerUpdate is the ledger as the status has it after a round: the
-// header from spec and st with the experiences.md status ledgerStatus, and
-// rec, when not nil, as the round's row with the peak memory training
-// reported.
-func NewLedgerUpdate(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, ledgerStatus string, rec *v1alpha1.RoundRecord, memoryGB string) LedgerUpdate {
-	u := LedgerUpdate{
-		Metric: spec.Eval.Metric, Rounds: st.CompletedRounds, MaxRounds: spec.MaxRounds,
-		Status: ledgerStatus, MemoryGB: memoryGB,
-	}
-	if b := st.Best; b != nil {
-		u.Best, u.BestRound = b.Value, b.Round
-	}
-	if rec != nil {
-		u.Round = &LedgerRound{
-			Round: rec.Round, Strategy: rec.Strategy, Compliance: rec.Compliance, Value: rec.Value,
-			Verdict: string(rec.Verdict), Insight: rec.Insight, Note: rec.Note, Commit: rec.Commit,
-		}
-	}
-	return u
-}
-
 // flags turns name, value pairs into --name=value arguments, leaving out
 // empty values. The = form keeps a value that starts with a dash a value.
 func flags(pairs ...string) []string {
@@ -286,13 +266,6 @@ func duration(d time.Duration) string {
 		return ""
 	}
 	return d.String()
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // mustJSON encodes the plain data types of this package and the API, which

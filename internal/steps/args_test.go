@@ -83,8 +83,8 @@ func TestArgs(t *testing.T) {
 func TestCheckArgsCarryTheSpec(t *testing.T) {
 	spec := v1alpha1.AutoResearchSpec{
 		ResearchQuestion: "Does it help?", MaxRounds: 3,
-		Fixed:    v1alpha1.FixedSpec{Files: []string{"eval.sh"}},
-		Variable: v1alpha1.VariableSpec{Files: []string{"train.sh"}},
+		Fixed:    v1alpha1.FixedSpec{Files: []v1alpha1.RelativePath{"eval.sh"}},
+		Variable: v1alpha1.VariableSpec{Files: []v1alpha1.RelativePath{"train.sh"}},
 	}
 	argv := CheckArgs(Binary, CheckOptions{Worktree: Worktree{Name: "toy"}, Base: "abc", Start: "abc", Spec: &spec})
 	value, ok := strings.CutPrefix(argv[len(argv)-1], "--spec=")
@@ -97,37 +97,5 @@ func TestCheckArgsCarryTheSpec(t *testing.T) {
 	}
 	if diff := cmp.Diff(spec, got); diff != "" {
 		t.Errorf("spec after the round trip (-want +got):\n%s", diff)
-	}
-}
-
-func TestNewLedgerUpdate(t *testing.T) {
-	spec := &v1alpha1.AutoResearchSpec{MaxRounds: 5, Eval: v1alpha1.EvalSpec{Metric: "val_bpb"}}
-	rec := &v1alpha1.RoundRecord{Round: 3, Strategy: "s", Compliance: "✅", Value: "0.9", Verdict: v1alpha1.VerdictImproved, Insight: "i", Note: "n", Commit: "abc"}
-	cases := map[string]struct {
-		st     v1alpha1.AutoResearchStatus
-		status string
-		rec    *v1alpha1.RoundRecord
-		memory string
-		want   LedgerUpdate
-	}{
-		"a round": {
-			st:     v1alpha1.AutoResearchStatus{CompletedRounds: 3, Best: &v1alpha1.BestResult{Round: 3, Value: "0.9"}},
-			status: "running", rec: rec, memory: "12.5",
-			want: LedgerUpdate{Metric: "val_bpb", Best: "0.9", BestRound: 3, Rounds: 3, MaxRounds: 5, Status: "running", MemoryGB: "12.5",
-				Round: &LedgerRound{Round: 3, Strategy: "s", Compliance: "✅", Value: "0.9", Verdict: "improved", Insight: "i", Note: "n", Commit: "abc"}},
-		},
-		"the header only, before a best": {
-			st:     v1alpha1.AutoResearchStatus{CompletedRounds: 0},
-			status: "completed",
-			want:   LedgerUpdate{Metric: "val_bpb", MaxRounds: 5, Status: "completed"},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := NewLedgerUpdate(spec, &tc.st, tc.status, tc.rec, tc.memory)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("update (-want +got):\n%s", diff)
-			}
-		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
@@ -24,8 +23,8 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}
-	variable := append(slices.Clone(spec.Variable.Files), helpers...)
-	report, err := ws.CheckCompliance(ctx, base, spec.Fixed.Files, variable)
+	variable := append(v1alpha1.Strings(spec.Variable.Files), helpers...)
+	report, err := ws.CheckCompliance(ctx, base, v1alpha1.Strings(spec.Fixed.Files), variable)
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}
@@ -61,7 +60,7 @@ func CheckParity(ctx context.Context, res *steps.ComplianceResult, python, dir s
 	}
 	pts := make([]parity.Target, 0, len(targets))
 	for _, k := range targets {
-		pts = append(pts, parity.Target{Name: k.Name, NewModule: k.NewModule, BaselineModule: k.BaselineModule, Fixture: k.Fixture, Atol: k.Atol, Rtol: k.Rtol})
+		pts = append(pts, parity.Target{Name: k.Name, NewModule: k.NewModule, BaselineModule: k.BaselineModule, Fixture: k.Fixture, Atol: string(k.Atol), Rtol: string(k.Rtol)})
 	}
 	failure, err := parity.Check(ctx, python, dir, pts)
 	if err != nil {

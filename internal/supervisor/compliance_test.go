@@ -14,8 +14,8 @@ import (
 
 func toySpec() *v1alpha1.AutoResearchSpec {
 	return &v1alpha1.AutoResearchSpec{
-		Fixed:    v1alpha1.FixedSpec{Files: []string{"eval.sh"}},
-		Variable: v1alpha1.VariableSpec{Files: []string{"train.sh"}},
+		Fixed:    v1alpha1.FixedSpec{Files: []v1alpha1.RelativePath{"eval.sh"}},
+		Variable: v1alpha1.VariableSpec{Files: []v1alpha1.RelativePath{"train.sh"}},
 	}
 }
 

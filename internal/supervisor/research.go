@@ -74,7 +74,7 @@ func FinishResearch(ws *workspace.Workspace, round int32, stateDir string) (stri
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		data = []byte(workspace.StrategyFrom(ws.ExperiencesPath(), int(round)))
-		err = writeFileAtomic(p, data)
+		err = workspace.WriteFileAtomic(p, data)
 	}
 	if err != nil {
 		return "", err
@@ -102,11 +102,11 @@ func backUpLedger(ws *workspace.Workspace, dir, base string) error {
 		if err != nil {
 			return fmt.Errorf("backing up the ledger: %w", err)
 		}
-		if err := writeFileAtomic(filepath.Join(dir, name), data); err != nil {
+		if err := workspace.WriteFileAtomic(filepath.Join(dir, name), data); err != nil {
 			return err
 		}
 	}
-	return writeFileAtomic(filepath.Join(dir, baseFile), []byte(base))
+	return workspace.WriteFileAtomic(filepath.Join(dir, baseFile), []byte(base))
 }
 
 func restoreLedger(ws *workspace.Workspace, dir string) error {
@@ -115,19 +115,9 @@ func restoreLedger(ws *workspace.Workspace, dir string) error {
 		if err != nil {
 			return fmt.Errorf("restoring the ledger: %w", err)
 		}
-		if err := writeFileAtomic(p, data); err != nil {
+		if err := workspace.WriteFileAtomic(p, data); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic replaces p in one step, so that an interruption leaves
-// either the old content or the new.
-func writeFileAtomic(p string, data []byte) error {
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
 }

@@ -1,16 +1,16 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 // Source is where an experiment's repository comes from.
@@ -74,8 +74,7 @@ type sourceGit struct {
 }
 
 func newSourceGit(src Source) (*sourceGit, error) {
-	// Never ask a terminal; a missing credential is an error to report.
-	g := &sourceGit{env: append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")}
+	g := &sourceGit{}
 	if src.Username != "" || src.Password != "" {
 		g.config = []string{"-c", "credential.helper=", "-c", "credential.helper=" + credentialHelper}
 		g.env = append(g.env, "GIT_USERNAME="+src.Username, "GIT_PASSWORD="+src.Password)
@@ -117,15 +116,7 @@ func (g *sourceGit) close() {
 }
 
 func (g *sourceGit) run(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append(g.config, args...)...)
-	cmd.Dir = dir
-	cmd.Env = g.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(stdout.String()), nil
+	return workspace.Git(ctx, dir, g.env, append(g.config, args...)...)
 }
 
 // resolve finds ref as a commit: a local name, a remote branch of the

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // ChangeKind is how a file changed.
@@ -122,12 +124,12 @@ func (w *Workspace) headMoved(ctx context.Context, base string) (string, error) 
 	onBranch := refErr == nil && ref == "refs/heads/"+w.Branch
 	switch {
 	case refErr != nil:
-		moved = append(moved, "HEAD is detached at "+shortHash(head))
+		moved = append(moved, "HEAD is detached at "+text.ShortCommit(head))
 	case !onBranch:
 		moved = append(moved, fmt.Sprintf("HEAD is on branch %s instead of %s", strings.TrimPrefix(ref, "refs/heads/"), w.Branch))
 	}
 	if head != base {
-		moved = append(moved, fmt.Sprintf("HEAD moved from %s to %s", shortHash(base), shortHash(head)))
+		moved = append(moved, fmt.Sprintf("HEAD moved from %s to %s", text.ShortCommit(base), text.ShortCommit(head)))
 	}
 	if !onBranch {
 		tip, err := revParse(ctx, w.Root, "refs/heads/"+w.Branch)
@@ -135,7 +137,7 @@ func (w *Workspace) headMoved(ctx context.Context, base string) (string, error) 
 		case err != nil:
 			moved = append(moved, fmt.Sprintf("branch %s was deleted", w.Branch))
 		case tip != base:
-			moved = append(moved, fmt.Sprintf("branch %s moved from %s to %s", w.Branch, shortHash(base), shortHash(tip)))
+			moved = append(moved, fmt.Sprintf("branch %s moved from %s to %s", w.Branch, text.ShortCommit(base), text.ShortCommit(tip)))
 		}
 	}
 	return strings.Join(moved, "; "), nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -37,10 +38,27 @@ func (e *gitError) Error() string {
 	if msg == "" {
 		msg = e.err.Error()
 	}
-	return fmt.Sprintf("git %s: %s", strings.Join(e.args, " "), msg)
+	args := make([]string, len(e.args))
+	for i, a := range e.args {
+		args[i] = userinfo.ReplaceAllString(a, "://***@")
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(args, " "), msg)
 }
 
+// userinfo finds the credentials of a URL such as https://user:token@host,
+// which an error message must not repeat.
+var userinfo = regexp.MustCompile(`://[^/@\s]+@`)
+
 func (e *gitError) Unwrap() error { return e.err }
+
+// Git runs git in dir with extra environment variables, in the C locale,
+// never prompting and without the variables that would point it at another
+// repository, and returns its output without surrounding white space. It is
+// the one way this project runs git.
+func Git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	out, err := gitEnv(ctx, dir, env, args...)
+	return strings.TrimSpace(out), err
+}
 
 // git runs git in dir and returns its stdout.
 func git(ctx context.Context, dir string, args ...string) (string, error) {

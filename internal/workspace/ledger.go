@@ -132,7 +132,7 @@ func ReadLedger(path string) (Ledger, error) {
 // WriteLedger writes l to path in the current layout, replacing the file at
 // once so that a reader never sees half of it.
 func WriteLedger(path string, l Ledger) error {
-	return writeFileAtomic(path, []byte(l.header()+"\n"+tableHeader()+renderRows(l.Rows)))
+	return WriteFileAtomic(path, []byte(l.header()+"\n"+tableHeader()+renderRows(l.Rows)))
 }
 
 // Snippet is the part of the ledger the Researcher's prompt shows: the
@@ -475,9 +475,9 @@ func splitCells(line string) []string {
 	return cells
 }
 
-// writeFileAtomic replaces path with data through a temporary file in the
-// same directory.
-func writeFileAtomic(path string, data []byte) error {
+// WriteFileAtomic replaces path with data through a temporary file in the
+// same directory, so that an interruption leaves the old file or the new one.
+func WriteFileAtomic(path string, data []byte) error {
 	mode := fs.FileMode(0o644)
 	if info, err := os.Stat(path); err == nil {
 		mode = info.Mode().Perm()

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // ResultRow is one line of results.tsv, in the format of karpathy's
@@ -55,7 +57,7 @@ func AppendResult(path, metric string, r ResultRow) error {
 	if memory == "" {
 		memory = "0.0"
 	}
-	line := strings.Join([]string{shortHash(tsvField(r.Commit)), value, memory, tsvField(r.Status), tsvField(r.Description)}, "\t")
+	line := strings.Join([]string{text.ShortCommit(tsvField(r.Commit)), value, memory, tsvField(r.Status), tsvField(r.Description)}, "\t")
 
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 const (
@@ -224,7 +226,7 @@ func (w *Workspace) Init(ctx context.Context, l Ledger, metric string, ignore []
 		return err
 	}
 	if _, err := os.Stat(w.ResultsPath()); errors.Is(err, fs.ErrNotExist) {
-		if err := writeFileAtomic(w.ResultsPath(), []byte(resultsHeader(metric))); err != nil {
+		if err := WriteFileAtomic(w.ResultsPath(), []byte(resultsHeader(metric))); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -335,7 +337,7 @@ func (w *Workspace) Rollback(ctx context.Context, base string) error {
 	}
 	for _, args := range steps {
 		if _, err := git(ctx, w.Root, args...); err != nil {
-			return fmt.Errorf("rollback to %s: %w", shortHash(baseCommit), err)
+			return fmt.Errorf("rollback to %s: %w", text.ShortCommit(baseCommit), err)
 		}
 	}
 	return w.restoreLedger(saved)
@@ -538,13 +540,6 @@ func samePath(a, b string) bool {
 	ra, errA := filepath.EvalSymlinks(a)
 	rb, errB := filepath.EvalSymlinks(b)
 	return errA == nil && errB == nil && ra == rb
-}
-
-func shortHash(h string) string {
-	if len(h) > 7 {
-		return h[:7]
-	}
-	return h
 }
 
 // ensureIgnored appends to the .gitignore at p the patterns it lacks.

@@ -403,3 +403,15 @@ func TestRollbackKeepsStateDirWithoutGitignore(t *testing.T) {
 		t.Errorf("helper.py after rollback: %v, want it removed", err)
 	}
 }
+
+// TestGitErrorsHideCredentials checks that a failed git command does not
+// repeat the token of a URL it was given.
+func TestGitErrorsHideCredentials(t *testing.T) {
+	_, err := Git(context.Background(), t.TempDir(), nil, "ls-remote", "https://user:s3cret@127.0.0.1:1/repo.git")
+	if err == nil {
+		t.Fatal("ls-remote of a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "https://***@127.0.0.1:1/repo.git") {
+		t.Errorf("error %q: want the URL without its credentials", err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // worktree is one entry of `git worktree list --porcelain`.
@@ -22,7 +24,7 @@ func (t worktree) describeHead() string {
 	if t.branch != "" {
 		return "branch " + strings.TrimPrefix(t.branch, "refs/heads/")
 	}
-	return "a detached HEAD at " + shortHash(t.head)
+	return "a detached HEAD at " + text.ShortCommit(t.head)
 }
 
 func listWorktrees(ctx context.Context, repo string) ([]worktree, error) {

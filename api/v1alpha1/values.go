@@ -1,0 +1,45 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Decimal is a number written as a decimal string, such as "0.95" or
+// "-1.5e-3": the API carries no floats, so a value reads back exactly as
+// it was written.
+// +kubebuilder:validation:MaxLength=64
+// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="must be a decimal number such as 0.95"
+type Decimal string
+
+// NonNegativeDecimal is a Decimal of zero or more, such as "0.001".
+// +kubebuilder:validation:MaxLength=64
+// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="must be a non-negative decimal number such as 0.001"
+type NonNegativeDecimal string
+
+// Duration is a length of time of at least one second, written as a Go
+// duration such as "90s", "5m" or "1h30m".
+// +kubebuilder:validation:Type=string
+// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') && duration(self) >= duration('1s')",message="must be a duration of at least 1s such as 90s, 5m or 1h30m"
+type Duration metav1.Duration
+
+// MarshalJSON writes the duration as metav1.Duration does: "1h30m0s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }
+
+// UnmarshalJSON reads a duration string as metav1.Duration does.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	return (*metav1.Duration)(d).UnmarshalJSON(b)
+}
+
+// ToUnstructured gives the duration as its string, for the unstructured
+// converter.
+func (d Duration) ToUnstructured() any { return d.Duration.String() }
+
+// RelativePath is a clean path relative to the experiment directory, such
+// as "train/main.go": no leading slash, no "." or ".." segments, no empty
+// segments, so that two spellings of one file cannot slip past a rule.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.endsWith('/') && !self.contains('//') && !self.matches('(^|/)[.][.]?(/|$)')",message="must be a clean relative path inside the experiment directory, such as train/main.go (no leading /, no . or .. segments, no //)"
+type RelativePath string

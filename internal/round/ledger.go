@@ -1,0 +1,109 @@
+package round
+
+import (
+	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+)
+
+// Ledger statuses of experiences.md.
+const (
+	ledgerRunning       = "running"
+	ledgerCompleted     = "completed"
+	ledgerTargetReached = "target_reached"
+)
+
+// roundRecord is the finished round's entry for the history and the ledger.
+func roundRecord(cr *v1alpha1.RoundStatus, c *v1alpha1.CandidateStatus) v1alpha1.RoundRecord {
+	return v1alpha1.RoundRecord{
+		Round: cr.Number, Strategy: c.Strategy, Compliance: c.Compliance, ComplianceMessage: c.ComplianceMessage,
+		Value: c.Value, Verdict: c.Verdict, Insight: c.Insight, Note: cr.Note, Durations: c.Durations,
+	}
+}
+
+// roundLedger is the row of the round whose git step is starting, with the
+// header as it will stand after the round. The row's commit is left empty:
+// the git step fills in the commit HEAD is on after it.
+func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, c *v1alpha1.CandidateStatus) *steps.LedgerUpdate {
+	cr := st.CurrentRound
+	after := st.DeepCopy()
+	after.CompletedRounds = cr.Number
+	if c.Verdict == v1alpha1.VerdictImproved {
+		after.Best = &v1alpha1.BestResult{Round: cr.Number, Value: c.Value}
+	}
+	rec := roundRecord(cr, c)
+	return ledgerUpdate(spec, after, ledgerRunning, &rec, c.MemoryGB)
+}
+
+// baselineLedger is the baseline's row 0, which the first round's
+// preparation writes: round 0 has no git step of its own to do it.
+func baselineLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) *steps.LedgerUpdate {
+	for _, h := range st.History {
+		if h.Round == 0 {
+			return ledgerUpdate(spec, st, ledgerRunning, &h, "")
+		}
+	}
+	return nil
+}
+
+// ledgerUpdate is the ledger header as st has it, with the experiences.md
+// status ledgerStatus, and rec, when not nil, as a row with the peak memory
+// training reported.
+func ledgerUpdate(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, ledgerStatus string, rec *v1alpha1.RoundRecord, memoryGB string) *steps.LedgerUpdate {
+	u := &steps.LedgerUpdate{
+		Metric: spec.Eval.Metric, Rounds: st.CompletedRounds, MaxRounds: spec.MaxRounds,
+		Status: ledgerStatus, MemoryGB: memoryGB,
+	}
+	if b := st.Best; b != nil {
+		u.Best, u.BestRound = b.Value, b.Round
+	}
+	if rec != nil {
+		r := ledgerRound(*rec)
+		u.Round = &r
+	}
+	return u
+}
+
+// ledgerRound is a round's ledger row.
+func ledgerRound(rec v1alpha1.RoundRecord) steps.LedgerRound {
+	return steps.LedgerRound{
+		Round: rec.Round, Strategy: rec.Strategy, Compliance: ComplianceCell(rec.Compliance, rec.ComplianceMessage),
+		Value: rec.Value, Verdict: string(rec.Verdict), Insight: rec.Insight, Note: rec.Note, Commit: rec.Commit,
+	}
+}
+
+// Compliance cells of experiences.md, as the seed writes them.
+const (
+	cellPassed = "✅"
+	cellFiles  = "❌ files: "
+	cellParity = "❌ parity: "
+)
+
+// ComplianceCell is a compliance result as its ledger cell: "✅", or "❌
+// files: " or "❌ parity: " and what was broken.
+func ComplianceCell(r v1alpha1.ComplianceResult, message string) string {
+	switch r {
+	case v1alpha1.CompliancePassed:
+		return cellPassed
+	case v1alpha1.ComplianceFilesViolated:
+		return cellFiles + message
+	case v1alpha1.ComplianceParityFailed:
+		return cellParity + message
+	}
+	return ""
+}
+
+// ParseComplianceCell reads a ledger cell back into a compliance result
+// and its message; a cell it does not know reads as no result.
+func ParseComplianceCell(cell string) (v1alpha1.ComplianceResult, string) {
+	switch {
+	case cell == cellPassed:
+		return v1alpha1.CompliancePassed, ""
+	case strings.HasPrefix(cell, cellFiles):
+		return v1alpha1.ComplianceFilesViolated, strings.TrimPrefix(cell, cellFiles)
+	case strings.HasPrefix(cell, cellParity):
+		return v1alpha1.ComplianceParityFailed, strings.TrimPrefix(cell, cellParity)
+	}
+	return "", ""
+}

@@ -1,0 +1,109 @@
+package schema
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
+)
+
+// TestOneRuleSet holds the CRD's rules and the Go rules together.
+func TestOneRuleSet(t *testing.T) {
+	for name, tc := range builder.InvalidProtocols() {
+		t.Run(name, func(t *testing.T) {
+			spec := builder.MakeAutoResearch("demo", "ns").Edit(tc.Edit).SpecObj()
+			schemaErrs := validateSpec(t, spec)
+			if !mentions(schemaErrs, tc.Field) {
+				t.Errorf("the CRD's rules: %v; want an error on %s", schemaErrs, tc.Field)
+			}
+			if goErrs := spec.Validate(); !mentions(goErrs.ToAggregate(), tc.Field) {
+				t.Errorf("the Go rules: %v; want an error on %s", goErrs, tc.Field)
+			}
+		})
+	}
+	if errs := validateSpec(t, builder.MakeAutoResearch("demo", "ns").SpecObj()); errs != nil {
+		t.Errorf("the valid protocol is refused: %v", errs)
+	}
+}
+
+// TestValidateRefusesWhatTheTypesDo checks what only the schema sees: a
+// YAML number where the API wants a decimal string.
+func TestValidateRefusesWhatTheTypesDo(t *testing.T) {
+	obj := objectOf(t, builder.MakeAutoResearch("demo", "ns").SpecObj())
+	obj["spec"].(map[string]any)["target"] = 1.0
+	errs, err := Validate(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mentions(errs.ToAggregate(), `spec.target: Invalid value: "number": spec.target in body must be of type string`) {
+		t.Errorf("errors %v; want a float target refused as the API server refuses it", errs)
+	}
+}
+
+// TestDefaultSpec checks the defaults the markers give, applied without an
+// API server.
+func TestDefaultSpec(t *testing.T) {
+	spec := builder.MakeAutoResearch("demo", "ns").Edit(func(s *v1alpha1.AutoResearchSpec) {
+		s.Baseline = &v1alpha1.BaselineSpec{}
+		s.Train.GPUs = ptr(int32(0))
+		s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m:f", BaselineModule: "r:f", Fixture: "r:x"}}
+	}).SpecObj()
+	if err := DefaultSpec(spec); err != nil {
+		t.Fatal(err)
+	}
+	type defaults struct {
+		PlateauRounds, HistoryLimit, BaselineRuns, GPUs int32
+		MinDelta, NoiseFactor, Atol, Rtol               v1alpha1.NonNegativeDecimal
+	}
+	want := defaults{5, 20, 1, 0, "0", "2", "1e-5", "1.3e-6"}
+	got := defaults{spec.PlateauRounds, spec.HistoryLimit, spec.Baseline.Runs, *spec.Train.GPUs,
+		spec.Acceptance.MinDelta, spec.Acceptance.NoiseFactor, spec.KernelTargets[0].Atol, spec.KernelTargets[0].Rtol}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	omitted := map[string]any{}
+	if err := yaml.Unmarshal([]byte("spec: {train: {command: x}}"), &omitted); err != nil {
+		t.Fatal(err)
+	}
+	if err := Default(omitted); err != nil {
+		t.Fatal(err)
+	}
+	if gpus := omitted["spec"].(map[string]any)["train"].(map[string]any)["gpus"]; gpus != int64(1) {
+		t.Errorf("train.gpus omitted defaults to %v (%T), want 1", gpus, gpus)
+	}
+}
+
+func validateSpec(t *testing.T, spec *v1alpha1.AutoResearchSpec) error {
+	t.Helper()
+	errs, err := Validate(context.Background(), objectOf(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return errs.ToAggregate()
+}
+
+func objectOf(t *testing.T, spec *v1alpha1.AutoResearchSpec) map[string]any {
+	t.Helper()
+	ar := builder.MakeAutoResearch("demo", "ns").Obj()
+	ar.Spec = *spec
+	data, err := json.Marshal(ar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		t.Fatal(err)
+	}
+	delete(obj, "status")
+	return obj
+}
+
+func mentions(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+func ptr[T any](v T) *T { return &v }
