@@ -202,6 +202,8 @@ func readResearcherFile(t *testing.T, p string) string {
 // fakeMessages is an Anthropic Messages API. In "edit" mode the model edits
 // train.py and records its strategy, then answers "Code ready"; in "loop"
 // mode it lists files forever; in "unauthorized" mode the key is rejected.
+// A response it fails to write reaches the Researcher under test as an
+// error, which is where the test looks.
 type fakeMessages struct {
 	mode string
 	mu   sync.Mutex
@@ -217,7 +219,7 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.mode == "unauthorized" || r.Header.Get("x-api-key") != agentTestKey {
 		w.Header().Set("request-id", "req_401")
 		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
 		return
 	}
 	toolUse := func(id, name string, input any) map[string]any {
@@ -234,7 +236,7 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			content, stop = []map[string]any{{"type": "text", "text": "Code ready"}}, "end_turn"
 		}
 	}
-	json.NewEncoder(w).Encode(map[string]any{
+	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
 		"stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 1000, "output_tokens": 100},
 	})
