@@ -3,6 +3,11 @@
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+# golangci-lint with the kube-api-linter module plugin compiled in, built from
+# hack/tools, whose go.mod pins both versions.
+GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" { print $$2 }' hack/tools/go.mod)
+KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" { print $$2 }' hack/tools/go.mod)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)-kal-$(KUBE_API_LINTER_VERSION)
 GO_TEST_FLAGS ?= -count=1
 DEMO_DIR ?= $(CURDIR)/.demo
 
@@ -36,8 +41,9 @@ vet: ## Run go vet.
 	cd examples/tiny-lm-go && go vet ./...
 
 .PHONY: lint
-lint: manifests generate vet ## Check formatting, vet and that generated files are committed.
+lint: manifests generate vet golangci-lint ## Check formatting, vet, golangci-lint (.golangci.yml) and that generated files are committed.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GOLANGCI_LINT) run ./...
 	@git diff --exit-code -- config api charts || (echo "generated files are out of date: run make manifests generate and commit"; exit 1)
 
 .PHONY: test
@@ -89,6 +95,12 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint with kube-api-linter into bin/ (the first build takes several minutes).
+$(GOLANGCI_LINT):
+	@mkdir -p $(LOCALBIN)
+	cd hack/tools && go build -o $(GOLANGCI_LINT) ./golangci-lint
 
 ##@ Deployment
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,8 +31,7 @@ func newInstallCommand() *cobra.Command {
 				return err
 			}
 			if _, err := io.Copy(out, src); err != nil {
-				out.Close()
-				return err
+				return errors.Join(err, out.Close())
 			}
 			if err := out.Close(); err != nil {
 				return err

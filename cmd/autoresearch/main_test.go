@@ -74,7 +74,7 @@ func TestRunStatusNote(t *testing.T) {
 
 	out, err := execute(t, "note", "-f", file, "--worktree", wt, "too early")
 	if err == nil || !strings.Contains(err.Error(), "spec.guidance") {
-		t.Errorf("note before the run: %v, want an error pointing to spec.guidance", err)
+		t.Errorf("note before the run: %v, want an error pointing to spec.guidance\n%s", err, out)
 	}
 
 	out, err = execute(t, "status", "-f", file, "--worktree", wt)

@@ -146,8 +146,9 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		return err
 	}
 	key, source, err := agent.APIKey(f.provider, f.keyEnv, os.Getenv)
-	if err != nil && !(f.provider == agent.ProviderOpenAI && f.baseURL != "" && f.keyEnv == "") {
-		// Only a self-hosted OpenAI-compatible server may go without a key.
+	// Only a self-hosted OpenAI-compatible server may go without a key.
+	keyless := f.provider == agent.ProviderOpenAI && f.baseURL != "" && f.keyEnv == ""
+	if err != nil && !keyless {
 		return err
 	}
 	redact := agent.NewRedactor(key)
@@ -168,7 +169,6 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		return err
 	}
 	fixed := agentFixedFiles(f.fixed, os.Getenv(envFixedFiles))
-	out := cmd.OutOrStdout()
 	if len(fixed) == 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: no fixed files given (--fixed or %s): writes to them are not refused here; the supervisor's compliance check still rolls them back\n", envFixedFiles)
 	}
@@ -188,7 +188,7 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 		Retry: agent.RetryPolicy{Attempts: f.retries},
 		OnRetry: func(r agent.Retry) {
 			msg := redact.String(r.Err.Error())
-			fmt.Fprintf(out, "retrying in %s (attempt %d): %s\n", r.Wait.Round(time.Millisecond), r.Attempt, msg)
+			fmt.Fprintf(cmd.OutOrStdout(), "retrying in %s (attempt %d): %s\n", r.Wait.Round(time.Millisecond), r.Attempt, msg)
 			transcript.Record(agent.Entry{Kind: "retry", Text: msg, Wait: r.Wait.String()})
 		},
 	}
@@ -214,22 +214,22 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	// The runner stops a Researcher with SIGTERM: finish the books first.
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	fmt.Fprintf(out, "%s %s, round %d, in %s\n", f.provider, f.model, inv.Round, dir)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s, round %d, in %s\n", f.provider, f.model, inv.Round, dir)
 	res, runErr := agent.Run(ctx, agent.Config{
 		Provider: provider, Model: f.model, Prompt: string(prompt), Tools: tools,
 		Budget: f.budget, MaxOutputTokens: f.maxOutputTokens, ContextWindow: f.contextWindow, Price: price,
-		Transcript: transcript, Log: out,
+		Transcript: transcript, Log: cmd.OutOrStdout(),
 	})
-	fmt.Fprintf(out, "%d turns, %d input and %d output tokens", res.Turns, res.Usage.InputTokens, res.Usage.OutputTokens)
+	fmt.Fprintf(cmd.OutOrStdout(), "%d turns, %d input and %d output tokens", res.Turns, res.Usage.InputTokens, res.Usage.OutputTokens)
 	if u := res.Usage; u.CacheReadTokens+u.CacheWriteTokens > 0 {
-		fmt.Fprintf(out, " (%d input tokens read from the cache, %d written to it)", u.CacheReadTokens, u.CacheWriteTokens)
+		fmt.Fprintf(cmd.OutOrStdout(), " (%d input tokens read from the cache, %d written to it)", u.CacheReadTokens, u.CacheWriteTokens)
 	}
 	if res.Priced {
-		fmt.Fprintf(out, ", about $%s", res.CostString())
+		fmt.Fprintf(cmd.OutOrStdout(), ", about $%s", res.CostString())
 	}
-	fmt.Fprintln(out)
+	fmt.Fprintln(cmd.OutOrStdout())
 	if runErr == nil {
-		fmt.Fprintln(out, agent.CodeReady)
+		fmt.Fprintln(cmd.OutOrStdout(), agent.CodeReady)
 	}
 	if path := os.Getenv(envResultFile); path != "" {
 		if err := writeAgentReport(path, res, runErr, redact); err != nil {

@@ -204,6 +204,8 @@ func readResearcherFile(t *testing.T, p string) string {
 // train.py and records its strategy, then answers "Code ready"; "cached" is
 // "edit" with the prompt written to the cache, then read from it; in "loop"
 // mode it lists files forever; in "unauthorized" mode the key is rejected.
+// A response it fails to write reaches the Researcher under test as an
+// error, which is where the test looks.
 type fakeMessages struct {
 	mode string
 	mu   sync.Mutex
@@ -219,7 +221,7 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.mode == "unauthorized" || r.Header.Get("x-api-key") != agentTestKey {
 		w.Header().Set("request-id", "req_401")
 		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
 		return
 	}
 	toolUse := func(id, name string, input any) map[string]any {
@@ -243,7 +245,7 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"] = 900, 0
 		}
 	}
-	json.NewEncoder(w).Encode(map[string]any{
+	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
 		"stop_reason": stop, "stop_sequence": nil, "usage": usage,
 	})

@@ -27,20 +27,22 @@ func newStatusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if !ok {
-				fmt.Fprintf(out, "%s has not started: run `autoresearch run -f %s`.\n", x.Object.Name, flags.file)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s has not started: run `autoresearch run -f %s`.\n", x.Object.Name, flags.file)
 				return nil
 			}
-			printStatus(out, x, saved)
-			return nil
+			_, err = io.WriteString(cmd.OutOrStdout(), formatStatus(x, saved))
+			return err
 		},
 	}
 	flags.register(cmd)
 	return cmd
 }
 
-func printStatus(out io.Writer, x *runner.Experiment, saved runner.Saved) {
+// formatStatus renders the status report: a summary, then the ledger as a
+// table.
+func formatStatus(x *runner.Experiment, saved runner.Saved) string {
+	out := &strings.Builder{}
 	s, st := x.Object.Spec, saved.Status
 	m := s.Eval.Metric
 	fmt.Fprintf(out, "Experiment: %s\n", x.Object.Name)
@@ -97,7 +99,9 @@ func printStatus(out io.Writer, x *runner.Experiment, saved runner.Saved) {
 	for _, r := range saved.Ledger.Rows {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Round, cell(r.Compliance, 30), cell(r.Result, 24), cell(r.Verdict, 18), cell(r.Strategy, 40), cell(r.Insight, 60), cell(r.Note, 30))
 	}
-	tw.Flush()
+	// Flushing into a strings.Builder cannot fail.
+	_ = tw.Flush()
+	return out.String()
 }
 
 // cell shortens a table cell to n characters.

@@ -13,8 +13,12 @@ import (
 // tests cannot pass only because of a developer's settings. Call it from
 // TestMain.
 func Isolate() {
-	os.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
-	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	if err := os.Setenv("GIT_CONFIG_GLOBAL", os.DevNull); err != nil {
+		panic(err)
+	}
+	if err := os.Setenv("GIT_CONFIG_NOSYSTEM", "1"); err != nil {
+		panic(err)
+	}
 }
 
 // Git runs git in dir and returns its trimmed output.

@@ -101,7 +101,9 @@ func endsNumber(s string, i int) bool {
 	if isWordChar(s[i]) {
 		return false
 	}
-	return !(strings.IndexByte(".,:", s[i]) >= 0 && i+1 < len(s) && isDigit(s[i+1]))
+	// A separator followed by a digit carries the token on.
+	continued := strings.IndexByte(".,:", s[i]) >= 0 && i+1 < len(s) && isDigit(s[i+1])
+	return !continued
 }
 
 // numberValue converts text accepted by scanNumber. Text too large for a

@@ -64,15 +64,15 @@ func Run(ctx context.Context, plan Plan, round int, dir, experiencesPath string,
 		return fmt.Errorf("round %d: %w", round, err)
 	}
 	if step.ExitCode != 0 {
-		fmt.Fprintf(out, "exit code %d\n", step.ExitCode)
+		logf(out, "exit code %d\n", step.ExitCode)
 		return &ExitError{Code: step.ExitCode}
 	}
-	fmt.Fprintln(out, "Code ready")
+	logf(out, "Code ready\n")
 	return nil
 }
 
 func play(ctx context.Context, step Step, round int, dir, experiencesPath string, out io.Writer) error {
-	fmt.Fprintf(out, "round %d: %s\n", round, step.Strategy)
+	logf(out, "round %d: %s\n", round, step.Strategy)
 	// os.Root keeps every file operation inside dir, symbolic links included.
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -87,7 +87,7 @@ func play(ctx context.Context, step Step, round int, dir, experiencesPath string
 		if err := writeFile(root, w); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "write %s (%d bytes)\n", w.File, len(w.Content))
+		logf(out, "write %s (%d bytes)\n", w.File, len(w.Content))
 	}
 	for _, name := range step.Delete {
 		if _, err := root.Lstat(name); err != nil {
@@ -96,7 +96,7 @@ func play(ctx context.Context, step Step, round int, dir, experiencesPath string
 		if err := root.RemoveAll(name); err != nil {
 			return fmt.Errorf("delete %s: %w", name, err)
 		}
-		fmt.Fprintf(out, "delete %s\n", name)
+		logf(out, "delete %s\n", name)
 	}
 	for _, command := range step.Run {
 		runCommand(ctx, dir, command, out)
@@ -150,7 +150,7 @@ func applyEdits(root *os.Root, edits []Edit, out io.Writer) error {
 		}
 	}
 	for _, line := range log {
-		fmt.Fprintln(out, line)
+		logf(out, "%s\n", line)
 	}
 	return nil
 }
@@ -167,24 +167,32 @@ func writeFile(root *os.Root, w FileContent) error {
 	return nil
 }
 
+// logf writes a line of the Researcher's log, which is its standard
+// output. A line lost to a failed write changes nothing about the round:
+// the supervisor goes by the exit code, the tree and the ledger, not by
+// this log.
+func logf(out io.Writer, format string, args ...any) {
+	_, _ = fmt.Fprintf(out, format, args...)
+}
+
 // runCommand runs one shell command; its failure is part of the scenario
 // (e.g. a refused git write), so it is reported, not returned.
 func runCommand(ctx context.Context, dir, command string, out io.Writer) {
-	fmt.Fprintf(out, "run: %s\n", command)
+	logf(out, "run: %s\n", command)
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = dir
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.WaitDelay = commandWaitDelay
 	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(out, "run: %s: %v (ignored)\n", command, err)
+		logf(out, "run: %s: %v (ignored)\n", command, err)
 	}
 }
 
 // sleep waits for d; a Researcher whose context ends never reports its work.
 func sleep(ctx context.Context, d time.Duration, out io.Writer) error {
 	if d > 0 {
-		fmt.Fprintf(out, "sleep %s\n", d)
+		logf(out, "sleep %s\n", d)
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {

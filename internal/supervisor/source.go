@@ -34,7 +34,7 @@ const credentialHelper = `!f() { test "$1" = get || exit 0; echo "username=${GIT
 // CheckoutSource clones src.URL into dir, unless dir already holds a clone
 // from an earlier attempt, and checks out src.Ref on a detached HEAD: the
 // experiment branch starts there.
-func CheckoutSource(ctx context.Context, src Source, dir string) error {
+func CheckoutSource(ctx context.Context, src Source, dir string) (err error) {
 	if strings.HasPrefix(src.Ref, "-") {
 		return fmt.Errorf("ref %q is not a branch, tag or commit", src.Ref)
 	}
@@ -42,7 +42,7 @@ func CheckoutSource(ctx context.Context, src Source, dir string) error {
 	if err != nil {
 		return err
 	}
-	defer g.close()
+	defer func() { err = errors.Join(err, g.close()) }()
 	if src.URL != "" {
 		_, err := os.Stat(filepath.Join(dir, ".git"))
 		switch {
@@ -92,8 +92,7 @@ func newSourceGit(src Source) (*sourceGit, error) {
 	// ssh refuses a key that others can read, which a mounted Secret may be.
 	keyFile := filepath.Join(g.tmp, "key")
 	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
-		g.close()
-		return nil, err
+		return nil, errors.Join(err, g.close())
 	}
 	g.env = append(g.env, "GIT_SSH_COMMAND="+sshCommand(keyFile, filepath.Join(g.tmp, "known_hosts")))
 	return g, nil
@@ -109,10 +108,16 @@ func sshCommand(keyFile, knownHosts string) string {
 	}, " ")
 }
 
-func (g *sourceGit) close() {
-	if g.tmp != "" {
-		os.RemoveAll(g.tmp)
+// close removes the private copy of the ssh key, which must not outlive
+// the checkout.
+func (g *sourceGit) close() error {
+	if g.tmp == "" {
+		return nil
 	}
+	if err := os.RemoveAll(g.tmp); err != nil {
+		return fmt.Errorf("removing the copy of the ssh key: %w", err)
+	}
+	return nil
 }
 
 func (g *sourceGit) run(ctx context.Context, dir string, args ...string) (string, error) {

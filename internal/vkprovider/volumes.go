@@ -40,7 +40,8 @@ func volumeDirs(ctx context.Context, client kubernetes.Interface, pod *corev1.Po
 			}
 		case v.Secret != nil:
 			s, err := client.CoreV1().Secrets(pod.Namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
-			if err != nil && !(v.Secret.Optional != nil && *v.Secret.Optional) {
+			optional := v.Secret.Optional != nil && *v.Secret.Optional
+			if err != nil && !optional {
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			data := map[string][]byte{}

@@ -64,8 +64,7 @@ func AppendResult(path, metric string, r ResultRow) error {
 		return err
 	}
 	if _, err := f.WriteString(prefix + line + "\n"); err != nil {
-		f.Close()
-		return fmt.Errorf("appending to %s: %w", path, err)
+		return fmt.Errorf("appending to %s: %w", path, errors.Join(err, f.Close()))
 	}
 	return f.Close()
 }

@@ -214,7 +214,7 @@ type watcher struct {
 	done      chan struct{}
 }
 
-func watch(t *testing.T) *watcher {
+func watch() *watcher {
 	w := &watcher{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -262,7 +262,7 @@ func TestExperimentOnCluster(t *testing.T) {
 	m.start()
 	defer m.kill()
 	repo := sourceRepo(t, "tiny-lm-go")
-	w := watch(t)
+	w := watch()
 	start := time.Now()
 	kubectl(t, manifest(repo, 2), "apply", "-f", "-")
 
