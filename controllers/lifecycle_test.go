@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -91,7 +92,7 @@ func TestSuspendResume(t *testing.T) {
 	startManager(t)
 	createNamed(t, ns, experiment, nil)
 	waitPod(t, ns, podName(1, stepResearcher))
-	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = true })
+	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = ptr.To(true) })
 
 	// The running step finishes; nothing new starts.
 	finishPod(t, ns, podName(1, stepResearcher), 0, "")
@@ -103,7 +104,7 @@ func TestSuspendResume(t *testing.T) {
 		t.Fatal("a suspended experiment started its compliance step")
 	}
 
-	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = false })
+	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = ptr.To(false) })
 	waitPod(t, ns, podName(1, stepCompliance))
 	waitStatus(t, ns, experiment, "Running", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseRunning })
 }

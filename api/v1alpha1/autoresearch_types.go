@@ -21,57 +21,63 @@ const (
 // +kubebuilder:validation:XValidation:rule="!self.fixed.files.exists(f, f in self.variable.files)",message="a file cannot be both fixed and variable: remove it from fixed.files or variable.files"
 // +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || size(self.fixed.files) > 0",message="kernelTargets need their baseline modules listed in fixed.files"
 type AutoResearchSpec struct {
-	// ResearchQuestion is what the experiment tries to find out, shown to every Researcher.
+	// researchQuestion is what the experiment tries to find out, shown to every Researcher.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	ResearchQuestion string `json:"researchQuestion"`
+	// +required
+	ResearchQuestion string `json:"researchQuestion,omitempty"`
 
-	// MaxRounds is the number of research rounds to run. Raising it on a
+	// maxRounds is the number of research rounds to run. Raising it on a
 	// finished experiment continues it; lowering it below the current round
 	// ends the experiment after the current round.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
-	MaxRounds int32 `json:"maxRounds"`
+	// +required
+	MaxRounds int32 `json:"maxRounds,omitempty"`
 
-	// Target ends the experiment as soon as the best metric reaches it. A
+	// target ends the experiment as soon as the best metric reaches it. A
 	// decimal string such as "0.95".
 	// +optional
-	Target *Decimal `json:"target,omitempty"`
+	Target Decimal `json:"target,omitempty"`
 
-	// Baseline is the metric of the unmodified code. When its value is not
+	// baseline is the metric of the unmodified code. When its value is not
 	// given, round 0 measures it.
 	// +optional
 	Baseline *BaselineSpec `json:"baseline,omitempty"`
 
-	// Acceptance decides when a candidate counts as improved rather than noise.
+	// acceptance decides when a candidate counts as improved rather than noise.
 	// +optional
-	Acceptance AcceptanceSpec `json:"acceptance,omitempty"`
+	Acceptance AcceptanceSpec `json:"acceptance"`
 
-	// PlateauRounds is the number of consecutive rounds without improvement
+	// plateauRounds is the number of consecutive rounds without improvement
 	// after which the experiment warns of a plateau. It never stops the loop.
 	// +optional
 	// +kubebuilder:default=5
 	// +kubebuilder:validation:Minimum=1
 	PlateauRounds int32 `json:"plateauRounds,omitempty"`
 
-	// Fixed holds the files nobody may change and the training limits.
+	// fixed holds the files nobody may change and the training limits.
+	// +required
 	Fixed FixedSpec `json:"fixed"`
 
-	// Variable holds the files the Researcher may change.
-	Variable VariableSpec `json:"variable"`
+	// variable holds the files the Researcher may change.
+	// +required
+	Variable VariableSpec `json:"variable,omitzero"`
 
-	// Train is how a candidate is trained.
-	Train TrainSpec `json:"train"`
+	// train is how a candidate is trained.
+	// +required
+	Train TrainSpec `json:"train,omitzero"`
 
-	// Eval is the fixed evaluation: the only source of the metric.
-	Eval EvalSpec `json:"eval"`
+	// eval is the fixed evaluation: the only source of the metric.
+	// +required
+	Eval EvalSpec `json:"eval,omitzero"`
 
-	// Profile turns on profile-first mode: the Researcher profiles before it
+	// profile turns on profile-first mode: the Researcher profiles before it
 	// designs a strategy.
 	// +optional
 	Profile *ProfileSpec `json:"profile,omitempty"`
 
-	// KernelTargets are functions whose new version must match a fixed
+	// kernelTargets are functions whose new version must match a fixed
 	// reference numerically; checked during compliance.
 	// +optional
 	// +listType=map
@@ -79,19 +85,20 @@ type AutoResearchSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	KernelTargets []KernelTarget `json:"kernelTargets,omitempty"`
 
-	// Researcher is the coding agent that edits the variable files each round.
-	Researcher ResearcherSpec `json:"researcher"`
+	// researcher is the coding agent that edits the variable files each round.
+	// +required
+	Researcher ResearcherSpec `json:"researcher,omitzero"`
 
-	// Source is where the experiment's repository comes from (cluster only;
+	// source is where the experiment's repository comes from (cluster only;
 	// the local runner uses the repository that holds the experiment file).
 	// +optional
-	Source SourceSpec `json:"source,omitempty"`
+	Source SourceSpec `json:"source"`
 
-	// Workspace is where the experiment's worktree lives.
+	// workspace is where the experiment's worktree lives.
 	// +optional
-	Workspace WorkspaceSpec `json:"workspace,omitempty"`
+	Workspace WorkspaceSpec `json:"workspace"`
 
-	// Guidance holds notes from the human on the loop. Every Researcher sees
+	// guidance holds notes from the human on the loop. Every Researcher sees
 	// them; the round that first sees a note records it in its Note column.
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
@@ -99,18 +106,19 @@ type AutoResearchSpec struct {
 	// +listType=atomic
 	Guidance []string `json:"guidance,omitempty"`
 
-	// Suspend pauses the loop after the current step: no new step starts,
+	// suspend pauses the loop after the current step: no new step starts,
 	// a running one finishes.
 	// +optional
-	Suspend bool `json:"suspend,omitempty"`
+	Suspend *bool `json:"suspend,omitempty"`
 
-	// QueueName is the Kueue LocalQueue that admits the training and
+	// queueName is the Kueue LocalQueue that admits the training and
 	// evaluation Jobs.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MinLength=1
 	QueueName string `json:"queueName,omitempty"`
 
-	// HistoryLimit is how many recent rounds status.history keeps. The full
+	// historyLimit is how many recent rounds status.history keeps. The full
 	// ledger stays in git (experiences.md, results.tsv).
 	// +optional
 	// +kubebuilder:default=20
@@ -121,11 +129,11 @@ type AutoResearchSpec struct {
 
 // BaselineSpec is the metric of the unmodified code.
 type BaselineSpec struct {
-	// Value is the known baseline metric. When empty, round 0 measures it.
+	// value is the known baseline metric. When empty, round 0 measures it.
 	// +optional
 	Value Decimal `json:"value,omitempty"`
 
-	// Runs is how many times round 0 trains and evaluates the unmodified
+	// runs is how many times round 0 trains and evaluates the unmodified
 	// code; their standard deviation is the noise level.
 	// +optional
 	// +kubebuilder:default=1
@@ -137,12 +145,12 @@ type BaselineSpec struct {
 // AcceptanceSpec sets the margin a candidate must beat the best by: the
 // larger of MinDelta and NoiseFactor × the baseline's standard deviation.
 type AcceptanceSpec struct {
-	// MinDelta is the smallest improvement that counts, as a decimal string.
+	// minDelta is the smallest improvement that counts, as a decimal string.
 	// +optional
 	// +kubebuilder:default="0"
 	MinDelta NonNegativeDecimal `json:"minDelta,omitempty"`
 
-	// NoiseFactor multiplies the baseline's standard deviation, as a decimal string.
+	// noiseFactor multiplies the baseline's standard deviation, as a decimal string.
 	// +optional
 	// +kubebuilder:default="2"
 	NoiseFactor NonNegativeDecimal `json:"noiseFactor,omitempty"`
@@ -150,75 +158,80 @@ type AcceptanceSpec struct {
 
 // FixedSpec holds what the Researcher may never change.
 type FixedSpec struct {
-	// Files are the fixed files, relative to the experiment directory. The
+	// files are the fixed files, relative to the experiment directory. The
 	// evaluation code must be among them.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
 	Files []RelativePath `json:"files,omitempty"`
 
-	// TimeLimit is how long training may run, e.g. "5m".
+	// timeLimit is how long training may run, e.g. "5m".
+	// +required
 	TimeLimit Duration `json:"timeLimit"`
 
-	// EpochLimit is the number of epochs training may run, passed to the
-	// training command; 0 means no limit.
+	// epochLimit is the number of epochs training may run, passed to the
+	// training command; omitted, training has no epoch limit.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	EpochLimit int32 `json:"epochLimit,omitempty"`
 }
 
 // VariableSpec holds what the Researcher may change.
 type VariableSpec struct {
-	// Files are the files the Researcher may modify, relative to the
+	// files are the files the Researcher may modify, relative to the
 	// experiment directory. New helper files are allowed too.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=256
-	Files []RelativePath `json:"files"`
+	// +required
+	Files []RelativePath `json:"files,omitempty"`
 
-	// Range describes, in words, what may be adjusted.
+	// range describes, in words, what may be adjusted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MinLength=1
 	Range string `json:"range,omitempty"`
 }
 
 // TrainSpec is how a candidate is trained.
 type TrainSpec struct {
-	// Command is the fixed training command, run with `sh -c` in the
+	// command is the fixed training command, run with `sh -c` in the
 	// experiment directory.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	Command string `json:"command"`
+	// +required
+	Command string `json:"command,omitempty"`
 
-	// Image runs training in a cluster.
+	// image runs training in a cluster.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:MinLength=1
 	Image string `json:"image,omitempty"`
 
-	// GPUs is the number of nvidia.com/gpu a training or evaluation pod requests.
+	// gpus is the number of nvidia.com/gpu a training or evaluation pod requests.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=64
 	GPUs *int32 `json:"gpus,omitempty"`
 
-	// Env is added to the training and evaluation containers.
+	// env is added to the training and evaluation containers.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=map
 	// +listMapKey=name
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
-	// Resources of the training and evaluation containers; the GPU request
+	// resources of the training and evaluation containers; the GPU request
 	// comes from GPUs.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources corev1.ResourceRequirements `json:"resources"`
 
-	// NodeSelector constrains where training and evaluation run.
+	// nodeSelector constrains where training and evaluation run.
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
-	// Tolerations of the training and evaluation pods.
+	// tolerations of the training and evaluation pods.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
@@ -227,46 +240,52 @@ type TrainSpec struct {
 
 // EvalSpec is the fixed evaluation and the metric it prints.
 type EvalSpec struct {
-	// Metric is the name of the metric the command prints, e.g. val_bpb.
+	// metric is the name of the metric the command prints, e.g. val_bpb.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.\-]*$`
-	Metric string `json:"metric"`
+	// +required
+	Metric string `json:"metric,omitempty"`
 
-	// Direction says whether larger or smaller is better.
-	Direction Direction `json:"direction"`
+	// direction says whether larger or smaller is better.
+	// +required
+	Direction Direction `json:"direction,omitempty"`
 
-	// Command is the fixed evaluation command, run with `sh -c` in the
+	// command is the fixed evaluation command, run with `sh -c` in the
 	// experiment directory. Its output is the only source of the metric.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	Command string `json:"command"`
+	// +required
+	Command string `json:"command,omitempty"`
 
-	// Pattern is a regular expression with one capture group (or a group
+	// pattern is a regular expression with one capture group (or a group
 	// named value) that finds the metric when the output does not print
 	// `metric: value` or `metric=value`.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MinLength=1
 	Pattern string `json:"pattern,omitempty"`
 
-	// Image runs evaluation in a cluster; defaults to the training image.
+	// image runs evaluation in a cluster; defaults to the training image.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:MinLength=1
 	Image string `json:"image,omitempty"`
 
-	// Timeout bounds the evaluation; defaults to the training time limit.
+	// timeout bounds the evaluation; defaults to the training time limit.
 	// +optional
 	Timeout *Duration `json:"timeout,omitempty"`
 }
 
 // ProfileSpec turns on profile-first mode.
 type ProfileSpec struct {
-	// Command prints a profile of the training code.
+	// command prints a profile of the training code.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	Command string `json:"command"`
+	// +required
+	Command string `json:"command,omitempty"`
 
-	// ExpectedRuntime is how long the profile command is expected to take.
+	// expectedRuntime is how long the profile command is expected to take.
 	// +optional
 	ExpectedRuntime *Duration `json:"expectedRuntime,omitempty"`
 }
@@ -274,32 +293,36 @@ type ProfileSpec struct {
 // KernelTarget is a function that must keep numerical parity with a fixed
 // reference implementation.
 type KernelTarget struct {
-	// Name identifies the target in verdicts.
+	// name identifies the target in verdicts.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	Name string `json:"name"`
+	// +required
+	Name string `json:"name,omitempty"`
 
-	// NewModule is the candidate function as `module:function`, in a variable file.
+	// newModule is the candidate function as `module:function`, in a variable file.
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`
+	// +required
 	NewModule string `json:"newModule"`
 
-	// BaselineModule is the reference function as `module:function`, in a fixed file.
+	// baselineModule is the reference function as `module:function`, in a fixed file.
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`
+	// +required
 	BaselineModule string `json:"baselineModule"`
 
-	// Fixture is a zero-argument function returning (args, kwargs), as `module:function`.
+	// fixture is a zero-argument function returning (args, kwargs), as `module:function`.
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`
+	// +required
 	Fixture string `json:"fixture"`
 
-	// Atol is the absolute tolerance, as a decimal string.
+	// atol is the absolute tolerance, as a decimal string.
 	// +optional
 	// +kubebuilder:default="1e-5"
 	Atol NonNegativeDecimal `json:"atol,omitempty"`
 
-	// Rtol is the relative tolerance, as a decimal string.
+	// rtol is the relative tolerance, as a decimal string.
 	// +optional
 	// +kubebuilder:default="1.3e-6"
 	Rtol NonNegativeDecimal `json:"rtol,omitempty"`
@@ -307,35 +330,37 @@ type KernelTarget struct {
 
 // ResearcherSpec is the coding agent that edits the variable files.
 type ResearcherSpec struct {
-	// Command starts the Researcher, run with `sh -c` in the experiment
+	// command starts the Researcher, run with `sh -c` in the experiment
 	// directory. It reads its prompt from $AUTORESEARCH_PROMPT_FILE.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	Command string `json:"command"`
+	// +required
+	Command string `json:"command,omitempty"`
 
-	// Image runs the Researcher in a cluster.
+	// image runs the Researcher in a cluster.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:MinLength=1
 	Image string `json:"image,omitempty"`
 
-	// Env of the Researcher; API keys belong in secretKeyRef entries.
+	// env of the Researcher; API keys belong in secretKeyRef entries.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=map
 	// +listMapKey=name
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
-	// EnvFrom of the Researcher.
+	// envFrom of the Researcher.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
 
-	// Resources of the Researcher container.
+	// resources of the Researcher container.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources corev1.ResourceRequirements `json:"resources"`
 
-	// Timeout bounds one Researcher run; defaults to twice the training time limit.
+	// timeout bounds one Researcher run; defaults to twice the training time limit.
 	// +optional
 	Timeout *Duration `json:"timeout,omitempty"`
 }
@@ -343,69 +368,75 @@ type ResearcherSpec struct {
 // SourceSpec is where the experiment's repository comes from in a cluster.
 // +kubebuilder:validation:XValidation:rule="!(has(self.git) && has(self.pvc))",message="source takes either git or pvc, not both"
 type SourceSpec struct {
-	// Git clones a repository into the workspace.
+	// git clones a repository into the workspace.
 	// +optional
 	Git *GitSource `json:"git,omitempty"`
 
-	// PVC uses a repository already on an existing claim.
+	// pvc uses a repository already on an existing claim.
 	// +optional
 	PVC *PVCSource `json:"pvc,omitempty"`
 
-	// Subdir is the experiment directory inside the repository.
+	// subdir is the experiment directory inside the repository.
 	// +optional
 	Subdir RelativePath `json:"subdir,omitempty"`
 }
 
 // GitSource is a repository to clone.
 type GitSource struct {
-	// URL of the repository.
+	// url of the repository.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	URL string `json:"url"`
+	// +required
+	URL string `json:"url,omitempty"`
 
-	// Ref is the branch, tag or commit to start from.
+	// ref is the branch, tag or commit to start from.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:MinLength=1
 	Ref string `json:"ref,omitempty"`
 
-	// CredentialsSecret names a Secret with `username`/`password` or
+	// credentialsSecret names a Secret with `username`/`password` or
 	// `ssh-privatekey` for the clone.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MinLength=1
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
 }
 
 // PVCSource is a repository already on a claim.
 type PVCSource struct {
-	// ClaimName is the PersistentVolumeClaim holding the repository.
+	// claimName is the PersistentVolumeClaim holding the repository.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	ClaimName string `json:"claimName"`
+	// +required
+	ClaimName string `json:"claimName,omitempty"`
 
-	// Path of the repository inside the claim.
+	// path of the repository inside the claim.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:MinLength=1
 	Path string `json:"path,omitempty"`
 }
 
 // WorkspaceSpec is where the experiment's worktree lives.
 type WorkspaceSpec struct {
-	// Path is the local worktree location; defaults to
+	// path is the local worktree location; defaults to
 	// ../autoresearch-<name> next to the repository.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MinLength=1
 	Path string `json:"path,omitempty"`
 
-	// Size of the workspace claim in a cluster.
+	// size of the workspace claim in a cluster.
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 
-	// StorageClassName of the workspace claim.
+	// storageClassName of the workspace claim.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
-	// AccessModes of the workspace claim; defaults to ReadWriteOnce.
+	// accessModes of the workspace claim; defaults to ReadWriteOnce.
 	// +optional
 	// +kubebuilder:validation:MaxItems=4
 	// +listType=atomic
@@ -504,110 +535,122 @@ const (
 // AutoResearchStatus is the loop's progress. It stays small: the full ledger
 // lives in git (experiences.md and results.tsv).
 type AutoResearchStatus struct {
-	// ObservedGeneration is the spec generation the status reflects.
+	// conditions are Ready, Progressing, Suspended, Succeeded, Failed and
+	// Degraded, each with the generation it reflects.
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Phase is where the experiment is in its life.
+	// observedGeneration is the spec generation the status reflects.
 	// +optional
-	Phase Phase `json:"phase,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration"`
 
-	// Round is the current round; 0 while the baseline is measured.
+	// phase is where the experiment is in its life.
 	// +optional
-	Round int32 `json:"round,omitempty"`
+	Phase Phase `json:"phase,omitempty"` //nolint:kubeapilinter // DESIGN §5: kubectl shows a phase beside the conditions.
 
-	// CompletedRounds is the number of rounds with a verdict, baseline excluded.
+	// round is the current round; 0 while the baseline is measured.
 	// +optional
-	CompletedRounds int32 `json:"completedRounds,omitempty"`
+	Round int32 `json:"round"`
 
-	// Best is the best committed result so far.
+	// completedRounds is the number of rounds with a verdict, baseline excluded.
+	// +optional
+	CompletedRounds int32 `json:"completedRounds"`
+
+	// best is the best committed result so far.
 	// +optional
 	Best *BestResult `json:"best,omitempty"`
 
-	// Baseline is the metric of the unmodified code.
+	// baseline is the metric of the unmodified code.
 	// +optional
 	Baseline *BaselineResult `json:"baseline,omitempty"`
 
-	// LastVerdict is the verdict of the most recent round.
+	// lastVerdict is the verdict of the most recent round.
 	// +optional
 	LastVerdict Verdict `json:"lastVerdict,omitempty"`
 
-	// CurrentRound is the round in progress.
+	// currentRound is the round in progress.
 	// +optional
 	CurrentRound *RoundStatus `json:"currentRound,omitempty"`
 
-	// History holds the baseline's record and the most recent
+	// history holds the baseline's record and the most recent
 	// spec.historyLimit rounds, oldest first.
 	// +optional
 	// +kubebuilder:validation:MaxItems=101
 	// +listType=atomic
 	History []RoundRecord `json:"history,omitempty"`
 
-	// VerdictCounts counts rounds per verdict.
+	// verdictCounts counts rounds per verdict.
 	// +optional
-	VerdictCounts map[Verdict]int32 `json:"verdictCounts,omitempty"`
+	VerdictCounts map[Verdict]int32 `json:"verdictCounts,omitempty"` //nolint:kubeapilinter // keyed by the closed Verdict enum, read whole.
 
-	// ConsecutiveNonImprovements counts rounds since the last improvement.
+	// consecutiveNonImprovements counts rounds since the last improvement.
 	// +optional
-	ConsecutiveNonImprovements int32 `json:"consecutiveNonImprovements,omitempty"`
+	ConsecutiveNonImprovements int32 `json:"consecutiveNonImprovements"`
 
-	// GuidanceSeen is how many spec.guidance notes earlier rounds have seen.
+	// guidanceSeen is how many spec.guidance notes earlier rounds have seen.
 	// +optional
-	GuidanceSeen int32 `json:"guidanceSeen,omitempty"`
+	GuidanceSeen int32 `json:"guidanceSeen"`
 
-	// Workspace describes the experiment's worktree.
+	// workspace describes the experiment's worktree.
 	// +optional
 	Workspace *WorkspaceStatus `json:"workspace,omitempty"`
 
-	// Usage is what the experiment has consumed.
+	// usage is what the experiment has consumed.
 	// +optional
-	Usage Usage `json:"usage,omitempty"`
+	Usage Usage `json:"usage"`
 
-	// LedgerCommit is the commit that holds the final experiences.md and
+	// ledgerCommit is the commit that holds the final experiences.md and
 	// results.tsv of a finished run; empty while they are being written.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:MinLength=1
 	LedgerCommit string `json:"ledgerCommit,omitempty"`
 
-	// Message says, in a sentence, what is happening or what went wrong.
+	// message says, in a sentence, what is happening or what went wrong.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:MinLength=1
 	Message string `json:"message,omitempty"`
-
-	// Conditions: Ready, Progressing, Suspended, Succeeded, Failed, Degraded.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +patchStrategy=merge
-	// +patchMergeKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 }
 
 // BestResult is the best committed result.
 type BestResult struct {
-	// Round that produced it; 0 is the baseline.
+	// round that produced it; 0 is the baseline.
+	// +required
 	Round int32 `json:"round"`
-	// Value of the metric, as a decimal string.
+	// value of the metric, as a decimal string.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
 	Value string `json:"value"`
-	// Commit holding the code that produced it.
+	// commit holding the code that produced it.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	Commit string `json:"commit,omitempty"`
 }
 
 // BaselineResult is the measured or given baseline.
 type BaselineResult struct {
-	// Value is the mean of the samples, or the given baseline.
+	// value is the mean of the samples, or the given baseline.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
 	Value string `json:"value"`
-	// Stddev of the samples; the noise level.
+	// stddev of the samples; the noise level.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	Stddev string `json:"stddev,omitempty"`
-	// Samples is the number of runs measured; 0 when the value was given.
+	// samples is the number of runs measured; 0 when the value was given.
 	// +optional
-	Samples int32 `json:"samples,omitempty"`
-	// Values holds the individual measurements.
+	Samples int32 `json:"samples"`
+	// values holds the individual measurements.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=atomic
+	// +kubebuilder:validation:items:MaxLength=64
 	Values []string `json:"values,omitempty"`
 }
 
@@ -622,31 +665,38 @@ const (
 
 // RoundStatus is the round in progress.
 type RoundStatus struct {
-	// Number of the round; 0 is the baseline.
+	// number of the round; 0 is the baseline.
+	// +required
 	Number int32 `json:"number"`
-	// Step in progress.
-	Step Step `json:"step"`
-	// StepState says whether Step has been started.
-	StepState StepState `json:"stepState"`
-	// BaseCommit is the commit the round starts from.
+	// step in progress.
+	// +required
+	Step Step `json:"step,omitempty"`
+	// stepState says whether Step has been started.
+	// +required
+	StepState StepState `json:"stepState,omitempty"`
+	// baseCommit is the commit the round starts from.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	BaseCommit string `json:"baseCommit,omitempty"`
-	// StartTime of the round.
+	// startTime of the round.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
-	// StepStartTime of the current step.
+	// stepStartTime of the current step.
 	// +optional
 	StepStartTime *metav1.Time `json:"stepStartTime,omitempty"`
-	// Note holds the guidance first seen by this round.
+	// note holds the guidance first seen by this round.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MinLength=1
 	Note string `json:"note,omitempty"`
-	// Tasks is the round's S1–S6 task list.
+	// tasks is the round's S1–S6 task list.
 	// +optional
 	// +kubebuilder:validation:MaxItems=6
 	// +listType=atomic
+	// +kubebuilder:validation:items:MaxLength=1024
 	Tasks []string `json:"tasks,omitempty"`
-	// Candidates of the round; one today, several when rounds run in parallel.
+	// candidates of the round; one today, several when rounds run in parallel.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
@@ -656,106 +706,130 @@ type RoundStatus struct {
 
 // CandidateStatus is one candidate change within a round.
 type CandidateStatus struct {
-	// Index of the candidate within the round.
+	// index of the candidate within the round.
+	// +required
 	Index int32 `json:"index"`
-	// Strategy the Researcher chose.
+	// strategy the Researcher chose.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
 	Strategy string `json:"strategy,omitempty"`
-	// Compliance is the outcome of the compliance check, once known.
+	// compliance is the outcome of the compliance check, once known.
 	// +optional
 	Compliance ComplianceResult `json:"compliance,omitempty"`
-	// ComplianceMessage says which rule a failed check found broken.
+	// complianceMessage says which rule a failed check found broken.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:MinLength=1
 	ComplianceMessage string `json:"complianceMessage,omitempty"`
-	// Value of the metric, as a decimal string.
+	// value of the metric, as a decimal string.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	Value string `json:"value,omitempty"`
-	// Verdict of the candidate, once known.
+	// verdict of the candidate, once known.
 	// +optional
 	Verdict Verdict `json:"verdict,omitempty"`
-	// Insight explains the verdict.
+	// insight explains the verdict.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
 	Insight string `json:"insight,omitempty"`
-	// MemoryGB is the peak accelerator memory training reported.
+	// memoryGB is the peak accelerator memory training reported.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	MemoryGB string `json:"memoryGB,omitempty"`
-	// Durations of the candidate's steps.
+	// durations of the candidate's steps.
 	// +optional
-	Durations StepDurations `json:"durations,omitempty"`
-	// Usage of the candidate's Researcher.
+	Durations StepDurations `json:"durations"`
+	// usage of the candidate's Researcher.
 	// +optional
-	Usage Usage `json:"usage,omitempty"`
+	Usage Usage `json:"usage"`
 }
 
 // StepDurations are the wall times of a round's user processes.
 type StepDurations struct {
-	// Researcher is how long the Researcher ran.
+	// researcher is how long the Researcher ran.
 	// +optional
 	Researcher *metav1.Duration `json:"researcher,omitempty"`
-	// Train is how long training ran, summed over the baseline's runs.
+	// train is how long training ran, summed over the baseline's runs.
 	// +optional
 	Train *metav1.Duration `json:"train,omitempty"`
-	// Eval is how long evaluation ran, summed over the baseline's runs.
+	// eval is how long evaluation ran, summed over the baseline's runs.
 	// +optional
 	Eval *metav1.Duration `json:"eval,omitempty"`
 }
 
 // RoundRecord is a finished round, as its row in experiences.md says it.
 type RoundRecord struct {
-	// Round is the round's number; 0 is the baseline.
+	// round is the round's number; 0 is the baseline.
+	// +required
 	Round int32 `json:"round"`
-	// Strategy is what the Researcher said it tried.
+	// strategy is what the Researcher said it tried.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MinLength=1
 	Strategy string `json:"strategy,omitempty"`
-	// Compliance is the outcome of the round's compliance check; empty when
+	// compliance is the outcome of the round's compliance check; empty when
 	// the round ended before it.
 	// +optional
 	Compliance ComplianceResult `json:"compliance,omitempty"`
-	// ComplianceMessage says which rule a failed check found broken.
+	// complianceMessage says which rule a failed check found broken.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:MinLength=1
 	ComplianceMessage string `json:"complianceMessage,omitempty"`
-	// Value is the metric the fixed evaluation printed, as a decimal string;
+	// value is the metric the fixed evaluation printed, as a decimal string;
 	// empty when there was none.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:MinLength=1
 	Value string `json:"value,omitempty"`
-	// Verdict is the round's outcome.
-	Verdict Verdict `json:"verdict"`
-	// Insight explains the verdict; every non-improvement has one.
+	// verdict is the round's outcome.
+	// +required
+	Verdict Verdict `json:"verdict,omitempty"`
+	// insight explains the verdict; every non-improvement has one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MinLength=1
 	Insight string `json:"insight,omitempty"`
-	// Note holds the guidance this round was the first to see.
+	// note holds the guidance this round was the first to see.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MinLength=1
 	Note string `json:"note,omitempty"`
-	// Commit is the commit an improved round made.
+	// commit is the commit an improved round made.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:MinLength=1
 	Commit string `json:"commit,omitempty"`
-	// Durations of the round's user processes.
+	// durations of the round's user processes.
 	// +optional
-	Durations StepDurations `json:"durations,omitempty"`
-	// CompletionTime is when the round's verdict was recorded.
+	Durations StepDurations `json:"durations"`
+	// completionTime is when the round's verdict was recorded.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
 
 // WorkspaceStatus describes the experiment's worktree.
 type WorkspaceStatus struct {
-	// Path of the worktree.
+	// path of the worktree.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path,omitempty"`
-	// Branch the experiment commits to.
+	// branch the experiment commits to.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
 	Branch string `json:"branch,omitempty"`
-	// StartCommit is where the experiment started.
+	// startCommit is where the experiment started.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	StartCommit string `json:"startCommit,omitempty"`
-	// FixedFileHashes are the SHA-256 sums of the fixed files at the start,
+	// fixedFileHashes are the SHA-256 sums of the fixed files at the start,
 	// verified before every evaluation.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
@@ -766,30 +840,34 @@ type WorkspaceStatus struct {
 
 // FileHash is a file's SHA-256 sum.
 type FileHash struct {
-	// Path of the file, relative to the experiment directory.
+	// path of the file, relative to the experiment directory.
 	// +kubebuilder:validation:MaxLength=512
+	// +required
 	Path string `json:"path"`
-	// SHA256 is the hex-encoded sum of the file's content.
+	// sha256 is the hex-encoded sum of the file's content.
 	// +kubebuilder:validation:MaxLength=64
+	// +required
 	SHA256 string `json:"sha256"`
 }
 
 // Usage is what the experiment has consumed.
 type Usage struct {
-	// GPUSeconds of training and evaluation.
+	// gpuSeconds of training and evaluation.
 	// +optional
-	GPUSeconds int64 `json:"gpuSeconds,omitempty"`
-	// ResearcherSeconds of Researcher runs.
+	GPUSeconds int64 `json:"gpuSeconds"`
+	// researcherSeconds of Researcher runs.
 	// +optional
-	ResearcherSeconds int64 `json:"researcherSeconds,omitempty"`
-	// InputTokens the Researchers reported.
+	ResearcherSeconds int64 `json:"researcherSeconds"`
+	// inputTokens the Researchers reported.
 	// +optional
-	InputTokens int64 `json:"inputTokens,omitempty"`
-	// OutputTokens the Researchers reported.
+	InputTokens int64 `json:"inputTokens"`
+	// outputTokens the Researchers reported.
 	// +optional
-	OutputTokens int64 `json:"outputTokens,omitempty"`
-	// Cost the Researchers reported, in US dollars, as a decimal string.
+	OutputTokens int64 `json:"outputTokens"`
+	// cost the Researchers reported, in US dollars, as a decimal string.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	Cost string `json:"cost,omitempty"`
 }
 
@@ -808,11 +886,17 @@ type Usage struct {
 
 // AutoResearch runs an autonomous research loop on a repository.
 type AutoResearch struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the object's metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   AutoResearchSpec   `json:"spec,omitempty"`
-	Status AutoResearchStatus `json:"status,omitempty"`
+	// spec is the research protocol.
+	// +required
+	Spec AutoResearchSpec `json:"spec,omitzero"`
+	// status is the loop's progress, which the operator writes.
+	// +optional
+	Status AutoResearchStatus `json:"status"`
 }
 
 // +kubebuilder:object:root=true
@@ -822,8 +906,4 @@ type AutoResearchList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []AutoResearch `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&AutoResearch{}, &AutoResearchList{})
 }

@@ -35,7 +35,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if s.MaxRounds < 1 {
 		errs = append(errs, field.Invalid(p.Child("maxRounds"), s.MaxRounds, "must be at least 1"))
 	}
-	if s.Target != nil {
+	if s.Target != "" {
 		errs = append(errs, s.Target.Validate(p.Child("target"))...)
 	}
 	if b := s.Baseline; b != nil {

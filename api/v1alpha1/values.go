@@ -9,11 +9,13 @@ import (
 // Decimal is a number written as a decimal string, such as "0.95" or
 // "-1.5e-3": the API carries no floats, so a value reads back exactly as
 // it was written.
+// +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=64
 // +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="must be a decimal number such as 0.95"
 type Decimal string
 
 // NonNegativeDecimal is a Decimal of zero or more, such as "0.001".
+// +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=64
 // +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="must be a non-negative decimal number such as 0.001"
 type NonNegativeDecimal string

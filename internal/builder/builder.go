@@ -56,8 +56,7 @@ func (w *AutoResearchWrapper) MaxRounds(n int32) *AutoResearchWrapper {
 
 // Target sets the target metric value.
 func (w *AutoResearchWrapper) Target(v string) *AutoResearchWrapper {
-	t := v1alpha1.Decimal(v)
-	w.ar.Spec.Target = &t
+	w.ar.Spec.Target = v1alpha1.Decimal(v)
 	return w
 }
 
@@ -141,7 +140,7 @@ func (w *AutoResearchWrapper) Guidance(notes ...string) *AutoResearchWrapper {
 
 // Suspend sets spec.suspend.
 func (w *AutoResearchWrapper) Suspend(s bool) *AutoResearchWrapper {
-	w.ar.Spec.Suspend = s
+	w.ar.Spec.Suspend = &s
 	return w
 }
 
@@ -165,11 +164,11 @@ func InvalidProtocols() map[string]InvalidProtocol {
 	return map[string]InvalidProtocol{
 		"blank question":        {func(s *v1alpha1.AutoResearchSpec) { s.ResearchQuestion = "" }, "spec.researchQuestion"},
 		"maxRounds zero":        {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 0 }, "spec.maxRounds"},
-		"bad target":            {func(s *v1alpha1.AutoResearchSpec) { s.Target = ptr.To(v1alpha1.Decimal("low")) }, "spec.target"},
+		"bad target":            {func(s *v1alpha1.AutoResearchSpec) { s.Target = "low" }, "spec.target"},
 		"bad baseline":          {func(s *v1alpha1.AutoResearchSpec) { s.Baseline = &v1alpha1.BaselineSpec{Value: "1,5"} }, "spec.baseline.value"},
 		"negative noise factor": {func(s *v1alpha1.AutoResearchSpec) { s.Acceptance.NoiseFactor = "-1" }, "spec.acceptance.noiseFactor"},
 		"short time limit":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.TimeLimit.Duration = time.Millisecond }, "spec.fixed.timeLimit"},
-		"no variable files":     {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = nil }, "spec.variable.files"},
+		"no variable files":     {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = nil }, "spec.variable"},
 		"absolute path":         {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.RelativePath{"/etc/passwd"} }, "spec.fixed.files[0]"},
 		"escaping path":         {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"../x.py"} }, "spec.variable.files[0]"},
 		"dot segment":           {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"./eval.py"} }, "spec.variable.files[0]"},
@@ -179,7 +178,7 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"negative GPUs":         {func(s *v1alpha1.AutoResearchSpec) { s.Train.GPUs = ptr.To(int32(-1)) }, "spec.train.gpus"},
 		"bad metric":            {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "val bpb" }, "spec.eval.metric"},
 		"bad direction":         {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
-		"no researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher.command"},
+		"no researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},
 		"empty profile":         {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command"},
 		"kernel module": {func(s *v1alpha1.AutoResearchSpec) {
 			s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m", BaselineModule: "r:f", Fixture: "r:x"}}

@@ -199,8 +199,7 @@ func (b *builder) target() {
 		return
 	}
 	b.crossCheckMetric(p, f, metric)
-	target := v1alpha1.Decimal(value)
-	b.obj.Spec.Target = &target
+	b.obj.Spec.Target = v1alpha1.Decimal(value)
 }
 
 func (b *builder) baseline() {

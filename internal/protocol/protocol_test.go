@@ -143,7 +143,7 @@ func TestParseOlderLayout(t *testing.T) {
 	want := v1alpha1.AutoResearchSpec{
 		ResearchQuestion: "Which changes to the ResNet-18 architecture and training recipe raise CIFAR-10 test accuracy the most within a fixed 10-second training budget?",
 		MaxRounds:        5,
-		Target:           &target,
+		Target:           target,
 		Baseline:         &v1alpha1.BaselineSpec{Value: "0.223"},
 		Fixed: v1alpha1.FixedSpec{
 			Files:      []v1alpha1.RelativePath{"evaluate.py", "prepare.py", "data/loader.py"},
@@ -273,7 +273,7 @@ func TestParseTimeLimit(t *testing.T) {
 func TestParseTargetAndBaseline(t *testing.T) {
 	cases := map[string]struct {
 		target, baseline string
-		wantTarget       *v1alpha1.Decimal
+		wantTarget       v1alpha1.Decimal
 		wantBaseline     *v1alpha1.BaselineSpec
 		wantMissing      []string
 		wantNote         string
@@ -284,11 +284,11 @@ func TestParseTargetAndBaseline(t *testing.T) {
 		},
 		"target number": {
 			target: "target: 0.95", baseline: "baseline: 0.5",
-			wantTarget: ptr(v1alpha1.Decimal("0.95")), wantBaseline: &v1alpha1.BaselineSpec{Value: "0.5"},
+			wantTarget: "0.95", wantBaseline: &v1alpha1.BaselineSpec{Value: "0.5"},
 		},
 		"target quoted with metric": {
 			target: `target: "acc >= 0.9"`, baseline: "baseline: acc: 0.5 (VP L1)",
-			wantTarget: ptr(v1alpha1.Decimal("0.9")), wantBaseline: &v1alpha1.BaselineSpec{Value: "0.5"},
+			wantTarget: "0.9", wantBaseline: &v1alpha1.BaselineSpec{Value: "0.5"},
 		},
 		"target absent": {
 			baseline: "baseline: acc = 1e-3", wantBaseline: &v1alpha1.BaselineSpec{Value: "1e-3"},

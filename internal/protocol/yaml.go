@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -55,6 +57,13 @@ func YAML(r Result, source string) ([]byte, error) {
 		}
 	}
 	root.Content = append(typeMeta, fields...)
+	// A missing field the API leaves out when empty gets an empty slot for
+	// the person to fill in.
+	for _, m := range r.Missing {
+		if strings.HasPrefix(m, "spec.") {
+			addSlot(root, reflect.TypeFor[v1alpha1.AutoResearch](), strings.Split(m, "."))
+		}
+	}
 	// Comments go on the key of a field or on an item of a list.
 	at := map[string]*yaml.Node{}
 	prune(root, "", at)
@@ -200,6 +209,71 @@ func prune(n *yaml.Node, p string, at map[string]*yaml.Node) {
 		kept = append(kept, k, v)
 	}
 	n.Content = kept
+}
+
+// addSlot makes sure the mapping n, of Go type t, holds the field path
+// names (JSON names, no list indices), creating an empty value of the
+// field's kind where it is absent, in the type's field order.
+func addSlot(n *yaml.Node, t reflect.Type, path []string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind != yaml.MappingNode || t.Kind() != reflect.Struct || len(path) == 0 || strings.Contains(path[0], "[") {
+		return
+	}
+	order, f, ok := jsonField(t, path[0])
+	if !ok {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == path[0] {
+			addSlot(n.Content[i+1], f.Type, path[1:])
+			return
+		}
+	}
+	v := emptyValue(f.Type)
+	if len(path) > 1 {
+		v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		addSlot(v, f.Type, path[1:])
+	}
+	at := len(n.Content)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if later, _, found := jsonField(t, n.Content[i].Value); found && later > order {
+			at = i
+			break
+		}
+	}
+	key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: path[0]}
+	n.Content = slices.Insert(n.Content, at, key, v)
+}
+
+// jsonField finds the field of struct t whose JSON name is name, and its
+// position among the fields.
+func jsonField(t reflect.Type, name string) (int, reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == name {
+			return i, f, true
+		}
+	}
+	return 0, reflect.StructField{}, false
+}
+
+// emptyValue is the slot of a missing field: "" for a string, [] for a
+// list, 0 for a number.
+func emptyValue(t reflect.Type) *yaml.Node {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		return &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: "0"}
+	case reflect.Struct:
+		return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.DoubleQuotedStyle}
 }
 
 func joinPath(p, key string) string {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
@@ -72,14 +73,14 @@ func TestCurrentAction(t *testing.T) {
 		},
 		"suspended before a step: nothing in progress": {
 			setup: func(d *driver) {
-				d.spec.Suspend = true
+				d.spec.Suspend = ptr.To(true)
 				d.start()
 			},
 		},
 		"finished: the final ledger until its commit is known": {
 			setup: func(d *driver) {
 				target := v1alpha1.Decimal("0.95")
-				d.spec.Target = &target
+				d.spec.Target = target
 				d.start()
 				d.round("0.9")
 			},

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
@@ -39,7 +40,7 @@ func TestNextConditions(t *testing.T) {
 		"suspended": {
 			setup: func(d *driver) {
 				d.start()
-				d.spec.Suspend = true
+				d.spec.Suspend = ptr.To(true)
 			},
 			obs: researched(1, "s"),
 			want: map[string]string{

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
@@ -138,7 +139,7 @@ func (e *engine) tick(resumed bool) {
 func (e *engine) prepareWorkspace(resumed bool) {
 	// Like any running step, a preparation already under way finishes;
 	// after an interruption nothing of it is left to finish.
-	if e.spec.Suspend && (resumed || e.st.Phase != v1alpha1.PhaseInitializing) {
+	if ptr.Deref(e.spec.Suspend, false) && (resumed || e.st.Phase != v1alpha1.PhaseInitializing) {
 		e.st.Phase = v1alpha1.PhaseSuspended
 		e.st.Message = "suspended before the workspace was prepared"
 		return

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
@@ -76,7 +77,7 @@ func TestNextStart(t *testing.T) {
 		"baseline already at the target still runs round 1": {
 			spec: func(s *v1alpha1.AutoResearchSpec) {
 				target := v1alpha1.Decimal("1.5")
-				s.Target = &target
+				s.Target = target
 				s.Baseline = &v1alpha1.BaselineSpec{Value: "1.0"}
 			},
 			setup: func(d *driver) { d.next(tick()) },
@@ -396,7 +397,7 @@ func TestNextIgnoresStaleObservations(t *testing.T) {
 		"result of a step that never started": {
 			setup: func(d *driver) {
 				d.start()
-				d.spec.Suspend = true
+				d.spec.Suspend = ptr.To(true)
 				d.next(researched(1, "s"))
 			},
 			obs: compliant(1),

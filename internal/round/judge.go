@@ -45,10 +45,10 @@ func (e *engine) noiseMargin() float64 {
 
 // targetReached reports whether a committed round reached spec.target.
 func targetReached(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) bool {
-	if spec.Target == nil || st.Best == nil || st.Best.Round == 0 {
+	if spec.Target == "" || st.Best == nil || st.Best.Round == 0 {
 		return false
 	}
-	target, err := metric.ParseDecimal(string(*spec.Target))
+	target, err := metric.ParseDecimal(string(spec.Target))
 	if err != nil {
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"k8s.io/utils/ptr"
 )
 
 // Suspension and recovery: a suspended loop starts no new step, and a loop
@@ -13,7 +14,7 @@ import (
 // suspended, in which case it stays pending.
 func (e *engine) startStep() {
 	cr := e.st.CurrentRound
-	if e.spec.Suspend {
+	if ptr.Deref(e.spec.Suspend, false) {
 		e.st.Phase = v1alpha1.PhaseSuspended
 		e.st.Message = fmt.Sprintf("suspended before R%d %s", cr.Number, cr.Step)
 		return

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
@@ -17,7 +18,7 @@ func TestNextSuspend(t *testing.T) {
 		Strategy   string
 		Conditions map[string]string
 	}
-	suspend := func(on bool) func(*driver) { return func(d *driver) { d.spec.Suspend = on } }
+	suspend := func(on bool) func(*driver) { return func(d *driver) { d.spec.Suspend = &on } }
 	steps := func(fs ...func(*driver)) func(*driver) {
 		return func(d *driver) {
 			for _, f := range fs {
@@ -225,14 +226,14 @@ func TestNextResume(t *testing.T) {
 		"suspended preparation stays suspended": {
 			setup: func(d *driver) {
 				d.next(tick())
-				d.spec.Suspend = true
+				d.spec.Suspend = ptr.To(true)
 			},
 			want: view{Phase: v1alpha1.PhaseSuspended, Message: "suspended before the workspace was prepared"},
 		},
 		"suspended round stays suspended": {
 			setup: func(d *driver) {
 				d.start()
-				d.spec.Suspend = true
+				d.spec.Suspend = ptr.To(true)
 				d.next(researched(1, "warmup schedule"))
 			},
 			want: view{Phase: v1alpha1.PhaseSuspended, Message: "suspended before R1 Compliance", Step: v1alpha1.StepCompliance, StepState: v1alpha1.StepStatePending},

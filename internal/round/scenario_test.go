@@ -210,7 +210,7 @@ func TestScenarioMeasuredBaselineToTarget(t *testing.T) {
 	d := newDriver(t, func(s *v1alpha1.AutoResearchSpec) {
 		s.Baseline = &v1alpha1.BaselineSpec{Runs: 3}
 		target := v1alpha1.Decimal("0.9")
-		s.Target = &target
+		s.Target = target
 	})
 	l := newLab(d, []string{"1.02", "1.0", "0.98"}, map[int32][]attempt{
 		1: {{value: "0.97"}},     // beats 1 by 0.03, inside the noise margin 2 × 0.02

@@ -250,7 +250,7 @@ func TestRoundTasksOfFinishedRound(t *testing.T) {
 		"target reached": {
 			spec: func(s *v1alpha1.AutoResearchSpec) {
 				target := v1alpha1.Decimal("0.95")
-				s.Target = &target
+				s.Target = target
 			},
 			value: "0.9",
 			obs:   committed(1, commitOf(1)),

@@ -32,7 +32,7 @@ func (e *engine) finish(reason string) {
 	e.st.LedgerCommit = ""
 	msg := fmt.Sprintf("done: %d/%d rounds", e.st.CompletedRounds, e.spec.MaxRounds)
 	if reason == v1alpha1.ReasonTargetReached {
-		msg = fmt.Sprintf("done: target %s reached in round %d", *e.spec.Target, e.st.Best.Round)
+		msg = fmt.Sprintf("done: target %s reached in round %d", e.spec.Target, e.st.Best.Round)
 	}
 	if e.st.Best != nil {
 		msg += fmt.Sprintf("; best %s=%s (R%d)", e.spec.Eval.Metric, e.st.Best.Value, e.st.Best.Round)

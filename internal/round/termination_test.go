@@ -21,7 +21,7 @@ func TestNextGitResult(t *testing.T) {
 		Conditions                 map[string]string
 	}
 	target := func(v string) func(*v1alpha1.AutoResearchSpec) {
-		return func(s *v1alpha1.AutoResearchSpec) { s.Target = ref(v1alpha1.Decimal(v)) }
+		return func(s *v1alpha1.AutoResearchSpec) { s.Target = v1alpha1.Decimal(v) }
 	}
 	maximize := func(s *v1alpha1.AutoResearchSpec) {
 		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.DirectionMaximize
@@ -276,7 +276,7 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 			setup: []func(*driver){
 				func(d *driver) {
 					target := v1alpha1.Decimal("0.95")
-					d.spec.Target = &target
+					d.spec.Target = target
 					d.start()
 					d.round("0.9")
 					d.next(Observation{Kind: ObserveFinished, Round: 1, Commit: "ledger1"})

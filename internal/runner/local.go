@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
@@ -125,7 +126,7 @@ func (l *Local) next(obs round.Observation, stopping bool) (round.Output, error)
 	}
 	spec.Guidance = append(spec.Guidance, notes...)
 	if stopping {
-		spec.Suspend = true
+		spec.Suspend = ptr.To(true)
 	}
 	prev := l.status
 	out := round.Next(round.Input{Spec: &spec, Status: l.status, Generation: 1, Observation: obs, Now: l.opts.Now()})
