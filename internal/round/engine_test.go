@@ -56,7 +56,7 @@ func TestNextStart(t *testing.T) {
 			},
 		},
 		"given baseline skips round 0 and starts round 1 from the start commit": {
-			spec:  givenBaseline("1.0"),
+			spec:  givenBaseline,
 			setup: func(d *driver) { d.next(tick()) },
 			obs:   workspaceReady(),
 			wantActions: []Action{
@@ -139,7 +139,7 @@ func TestNextRecordCarriesDurations(t *testing.T) {
 		want  v1alpha1.StepDurations
 	}{
 		"round": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) Observation {
 				d.start()
 				d.evaluate("1.1")
@@ -227,7 +227,7 @@ func TestNextGuidance(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			d.spec.Guidance = tc.notes
 			tc.setup(d)
 			out := apply(d, tc.obs)
@@ -280,14 +280,14 @@ func TestNextTickReemitsRunningStep(t *testing.T) {
 			setup: func(d *driver) []Action { return d.start() },
 		},
 		"CheckCompliance": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				return d.next(researched(1, "s"))
 			},
 		},
 		"RunTrain": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				d.advanceTo(v1alpha1.StepCompliance)
@@ -295,7 +295,7 @@ func TestNextTickReemitsRunningStep(t *testing.T) {
 			},
 		},
 		"RunEval": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				d.advanceTo(v1alpha1.StepTrain)
@@ -303,14 +303,14 @@ func TestNextTickReemitsRunningStep(t *testing.T) {
 			},
 		},
 		"Commit": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				return d.evaluate("0.9")
 			},
 		},
 		"Rollback": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				return d.evaluate("1.1")
@@ -424,7 +424,7 @@ func TestNextIgnoresStaleObservations(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			tc.setup(d)
 			out := apply(d, tc.obs)
 			if len(out.Actions) != 0 {
@@ -470,7 +470,7 @@ func TestNextHistory(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			if tc.historyLimit > 0 {
 				d.spec.HistoryLimit = tc.historyLimit
 			}
@@ -520,7 +520,7 @@ func TestNextIsPure(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			obs := tc.setup(d)
 			in := Input{Spec: d.spec, Status: d.st, Generation: d.gen, Observation: obs, Now: tObs}
 			status, spec := d.st.DeepCopy(), d.spec.DeepCopy()
@@ -541,7 +541,7 @@ func TestNextIsPure(t *testing.T) {
 // TestNextHonoursTheCandidate checks that a result lands on the candidate
 // the observation names, not always the first.
 func TestNextHonoursTheCandidate(t *testing.T) {
-	d := newDriver(t, givenBaseline("1.0"))
+	d := newDriver(t, givenBaseline)
 	d.start()
 	d.advanceTo(v1alpha1.StepTrain)
 	d.st.CurrentRound.Candidates = append(d.st.CurrentRound.Candidates, v1alpha1.CandidateStatus{Index: 1})

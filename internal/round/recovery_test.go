@@ -121,7 +121,7 @@ func TestNextSuspend(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			if tc.spec != nil {
 				tc.spec(d.spec)
 			}
@@ -259,7 +259,7 @@ func TestNextResume(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			if tc.spec != nil {
 				tc.spec(d.spec)
 			}
@@ -283,7 +283,7 @@ func TestNextResume(t *testing.T) {
 // TestNextResumeResetsRound checks what a restarted round forgets: the
 // interrupted candidate and the task texts its steps had filled in.
 func TestNextResumeResetsRound(t *testing.T) {
-	d := newDriver(t, givenBaseline("1.0"))
+	d := newDriver(t, givenBaseline)
 	d.start()
 	d.round("0.9")
 	fresh := d.st.CurrentRound.DeepCopy()
