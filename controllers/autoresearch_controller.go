@@ -120,7 +120,7 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		// The child broke for reasons of its own: make it anew.
 		log.Info("Recreating a failed step", "child", failure.name, "reason", failure.reason)
 		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonStepRetried, actionRetry, "%s", failure.reason)
-		return r.deleteChild(ctx, ar, failure.name, w)
+		return r.deleteChild(ctx, failure.name, w)
 	}
 	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now()})
 
@@ -209,11 +209,7 @@ func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoR
 		if w.pods[name] != nil {
 			return nil
 		}
-		pod, err := b.compliancePod(a)
-		if err != nil {
-			return err
-		}
-		return r.ensure(ctx, ar, pod)
+		return r.ensure(ctx, ar, b.compliancePod(a))
 	case round.ActionRunTrain, round.ActionRunEval:
 		if w.jobs[name] != nil {
 			return nil
@@ -271,7 +267,7 @@ func (r *AutoResearchReconciler) ensure(ctx context.Context, ar *v1alpha1.AutoRe
 	return errors.New(msg)
 }
 
-func (r *AutoResearchReconciler) deleteChild(ctx context.Context, ar *v1alpha1.AutoResearch, name string, w world) error {
+func (r *AutoResearchReconciler) deleteChild(ctx context.Context, name string, w world) error {
 	var obj client.Object
 	if p := w.pods[name]; p != nil {
 		obj = p

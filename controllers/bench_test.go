@@ -166,10 +166,10 @@ func (k *benchKubelet) finish(b *testing.B, obj client.Object) {
 		if step == stepFinish {
 			return
 		}
-		terminate(b, o.DeepCopy(), 0, msg, "")
+		terminate(b, o.DeepCopy(), 0, msg)
 	case *batchv1.Job:
 		job := o.DeepCopy()
-		terminate(b, runJobPod(b, job, ""), 0, msg, "")
+		terminate(b, runJobPod(b, job, ""), 0, msg)
 		completeJob(b, job, true, "")
 	default:
 		return

@@ -260,13 +260,13 @@ func (b childBuilder) researcherPod(a round.Action) *corev1.Pod {
 
 // compliancePod checks the changed files in the operator's image and, when
 // the protocol has kernel targets, their parity in the training image.
-func (b childBuilder) compliancePod(a round.Action) (*corev1.Pod, error) {
+func (b childBuilder) compliancePod(a round.Action) *corev1.Pod {
 	s := b.ar.Spec
 	opts := steps.CheckOptions{
 		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Start: b.ar.Status.Workspace.StartCommit, Spec: &s,
 	}
 	if len(s.KernelTargets) == 0 {
-		return b.pod(childName(b.ar, a), a.Round, stepCompliance, b.podSpec(container(stepCompliance, b.image, steps.CheckArgs(projectBinary, opts)))), nil
+		return b.pod(childName(b.ar, a), a.Round, stepCompliance, b.podSpec(container(stepCompliance, b.image, steps.CheckArgs(projectBinary, opts))))
 	}
 	opts.AlsoWrite = path.Join(resultsMount, "compliance.json")
 	check := container(stepCompliance, b.image, steps.CheckArgs(projectBinary, opts))
@@ -282,7 +282,7 @@ func (b childBuilder) compliancePod(a round.Action) (*corev1.Pod, error) {
 	b.toolsInit(&spec)
 	spec.InitContainers = append(spec.InitContainers, check)
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeResults, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	return b.pod(childName(b.ar, a), a.Round, stepCompliance, spec), nil
+	return b.pod(childName(b.ar, a), a.Round, stepCompliance, spec)
 }
 
 func (b childBuilder) trainImage() string {

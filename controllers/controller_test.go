@@ -107,7 +107,38 @@ func TestExperimentRoundByRound(t *testing.T) {
 	startManager(t)
 	createExperiment(t, ns, nil)
 
-	// The workspace: a claim and the clone.
+	startWorkspace(t, ns)
+	measureBaseline(t, ns)
+	playImprovedRound1(t, ns)
+
+	// Round 2: the eval finds no metric.
+	playRound(t, ns, 2, roundPlay{train: trainOK(), eval: &steps.EvalResult{ProcessResult: steps.ProcessResult{ExitCode: 1, Tail: "Traceback"}}})
+	finishPod(t, ns, podName(2, stepGit), 0, result(t, steps.GitResult{}))
+
+	// Round 3: not better; the last round ends the experiment.
+	playRound(t, ns, 3, roundPlay{train: trainOK(), eval: evalValue("0.95")})
+	finishPod(t, ns, podName(3, stepGit), 0, result(t, steps.GitResult{}))
+	ar := waitStatus(t, ns, experiment, "the end", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseSucceeded })
+	checkSucceeded(t, ns, ar)
+	// Children of rounds before the previous one are cleaned up.
+	eventually(t, "round 1's pods to go", func() (bool, error) {
+		return absent(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(1, stepResearcher)}}), nil
+	})
+
+	retryFailedFinish(t, ns)
+
+	// Deleting the experiment drops its metric series.
+	if err := k8s.Delete(context.Background(), ar); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the experiment's metric series to go", func() (bool, error) {
+		return seriesIn(bestMetric, ns)+seriesIn(roundsTotal, ns) == 0, nil
+	})
+}
+
+// startWorkspace checks the workspace's claim and clone, and ends the clone.
+func startWorkspace(t *testing.T, ns string) {
+	t.Helper()
 	claim := &corev1.PersistentVolumeClaim{}
 	eventually(t, "the workspace claim", func() (bool, error) {
 		err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: experiment + "-workspace"}, claim)
@@ -122,8 +153,11 @@ func TestExperimentRoundByRound(t *testing.T) {
 		t.Errorf("init pod args %q do not clone the source", args)
 	}
 	initWorkspace(t, ns)
+}
 
-	// Round 0: the baseline, on the GPU.
+// measureBaseline plays round 0, the baseline on the GPU, with the value 1.
+func measureBaseline(t *testing.T, ns string) {
+	t.Helper()
 	train := waitJob(t, ns, experiment+"-r0-train-1")
 	checkGPUJob(t, train, 330)
 	baseline(t, ns, "1.000")
@@ -131,8 +165,13 @@ func TestExperimentRoundByRound(t *testing.T) {
 	if ar.Status.Baseline.Value != "1" || ar.Status.Best.Value != "1" {
 		t.Errorf("baseline %+v, best %+v; want 1", ar.Status.Baseline, ar.Status.Best)
 	}
+}
 
-	// Round 1: the Researcher is untrusted.
+// playImprovedRound1 plays round 1, in which the untrusted Researcher's
+// cosine schedule improves val_bpb to 0.9, and checks its children, status
+// and event.
+func playImprovedRound1(t *testing.T, ns string) {
+	t.Helper()
 	researcher := waitPod(t, ns, podName(1, stepResearcher))
 	checkResearcherPod(t, researcher)
 	prompt := &corev1.ConfigMap{}
@@ -156,7 +195,7 @@ func TestExperimentRoundByRound(t *testing.T) {
 		t.Errorf("git pod args %q lack the commit message", args)
 	}
 	finishPod(t, ns, podName(1, stepGit), 0, result(t, steps.GitResult{Commit: "c1c1c1c1c1"}))
-	ar = waitStatus(t, ns, experiment, "round 1's verdict", func(s v1alpha1.AutoResearchStatus) bool { return s.CompletedRounds == 1 })
+	ar := waitStatus(t, ns, experiment, "round 1's verdict", func(s v1alpha1.AutoResearchStatus) bool { return s.CompletedRounds == 1 })
 	if ar.Status.Best.Value != "0.9" || ar.Status.Best.Commit != "c1c1c1c1c1" || ar.Status.LastVerdict != v1alpha1.VerdictImproved {
 		t.Errorf("after round 1: best %+v, last verdict %s", ar.Status.Best, ar.Status.LastVerdict)
 	}
@@ -166,15 +205,12 @@ func TestExperimentRoundByRound(t *testing.T) {
 	if !hasEvent(t, ns, experiment, "Improved", "Round 1/3: val_bpb=0.9 — improved (committed c1c1c1c)") {
 		t.Errorf("no Improved event; events: %v", eventReasons(t, ns))
 	}
+}
 
-	// Round 2: the eval finds no metric.
-	playRound(t, ns, 2, roundPlay{train: trainOK(), eval: &steps.EvalResult{ProcessResult: steps.ProcessResult{ExitCode: 1, Tail: "Traceback"}}})
-	finishPod(t, ns, podName(2, stepGit), 0, result(t, steps.GitResult{}))
-
-	// Round 3: not better; the last round ends the experiment.
-	playRound(t, ns, 3, roundPlay{train: trainOK(), eval: evalValue("0.95")})
-	finishPod(t, ns, podName(3, stepGit), 0, result(t, steps.GitResult{}))
-	ar = waitStatus(t, ns, experiment, "the end", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseSucceeded })
+// checkSucceeded checks the experiment that ran its three rounds: its
+// history, finish pod, condition, metrics and events.
+func checkSucceeded(t *testing.T, ns string, ar *v1alpha1.AutoResearch) {
+	t.Helper()
 	got := []v1alpha1.Verdict{}
 	for _, h := range ar.Status.History {
 		got = append(got, h.Verdict)
@@ -199,13 +235,12 @@ func TestExperimentRoundByRound(t *testing.T) {
 	if !hasEvent(t, ns, experiment, "EvalFailed", "never used") {
 		t.Errorf("no EvalFailed event; events: %v", eventReasons(t, ns))
 	}
-	// Children of rounds before the previous one are cleaned up.
-	eventually(t, "round 1's pods to go", func() (bool, error) {
-		return absent(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(1, stepResearcher)}}), nil
-	})
+}
 
-	// A finish pod that fails is made again; the one that succeeds records
-	// the ledger's commit.
+// retryFailedFinish fails the finish pod, which is made again, and ends the
+// new one, which records the ledger's commit.
+func retryFailedFinish(t *testing.T, ns string) {
+	t.Helper()
 	finishPod(t, ns, podName(3, stepFinish), 1, "git: index.lock exists")
 	eventually(t, "the failed finish pod to be replaced", func() (bool, error) {
 		pod := &corev1.Pod{}
@@ -214,14 +249,6 @@ func TestExperimentRoundByRound(t *testing.T) {
 	})
 	finishPod(t, ns, podName(3, stepFinish), 0, result(t, steps.GitResult{Commit: "1edge4"}))
 	waitStatus(t, ns, experiment, "the final ledger commit", func(st v1alpha1.AutoResearchStatus) bool { return st.LedgerCommit == "1edge4" })
-
-	// Deleting the experiment drops its metric series.
-	if err := k8s.Delete(context.Background(), ar); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the experiment's metric series to go", func() (bool, error) {
-		return seriesIn(bestMetric, ns)+seriesIn(roundsTotal, ns) == 0, nil
-	})
 }
 
 // seriesIn counts a metric's series of the experiments in namespace ns.

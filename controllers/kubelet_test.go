@@ -61,7 +61,7 @@ func absent(t testing.TB, obj client.Object) bool {
 
 // terminate marks every container of a pod as exited, the last one with
 // exitCode and message, as the kubelet reports a finished pod.
-func terminate(t testing.TB, pod *corev1.Pod, exitCode int32, message, reason string) {
+func terminate(t testing.TB, pod *corev1.Pod, exitCode int32, message string) {
 	t.Helper()
 	start := metav1.NewTime(time.Now().Add(-3 * time.Second).Truncate(time.Second))
 	end := metav1.NewTime(start.Add(2 * time.Second))
@@ -72,10 +72,9 @@ func terminate(t testing.TB, pod *corev1.Pod, exitCode int32, message, reason st
 	}
 	pod.Status.StartTime = &start
 	pod.Status.Phase = corev1.PodSucceeded
-	if exitCode != 0 || reason != "" {
+	if exitCode != 0 {
 		pod.Status.Phase = corev1.PodFailed
 	}
-	pod.Status.Reason = reason
 	pod.Status.InitContainerStatuses = nil
 	for _, c := range pod.Spec.InitContainers {
 		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, done(c.Name, 0, ""))
@@ -96,7 +95,7 @@ func terminate(t testing.TB, pod *corev1.Pod, exitCode int32, message, reason st
 // finishPod waits for a pod of the operator and ends it.
 func finishPod(t testing.TB, ns, name string, exitCode int32, message string) {
 	t.Helper()
-	terminate(t, waitPod(t, ns, name), exitCode, message, "")
+	terminate(t, waitPod(t, ns, name), exitCode, message)
 }
 
 // finishJob plays the Job controller: it creates the Job's pod, ends it,
@@ -105,7 +104,7 @@ func finishJob(t testing.TB, ns, name string, exitCode int32, message string) {
 	t.Helper()
 	job := waitJob(t, ns, name)
 	pod := runJobPod(t, job, "")
-	terminate(t, pod, exitCode, message, "")
+	terminate(t, pod, exitCode, message)
 	completeJob(t, job, exitCode == 0, "")
 }
 

@@ -19,10 +19,10 @@ import (
 )
 
 // editSpec changes the experiment's spec as `kubectl edit` would.
-func editSpec(t *testing.T, ns, name string, edit func(*v1alpha1.AutoResearchSpec)) {
+func editSpec(t *testing.T, ns string, edit func(*v1alpha1.AutoResearchSpec)) {
 	t.Helper()
 	eventually(t, "the spec edit", func() (bool, error) {
-		ar := getExperiment(t, ns, name)
+		ar := getExperiment(t, ns, experiment)
 		edit(&ar.Spec)
 		err := k8s.Update(context.Background(), ar)
 		return err == nil, err
@@ -92,7 +92,7 @@ func TestSuspendResume(t *testing.T) {
 	startManager(t)
 	createNamed(t, ns, experiment, nil)
 	waitPod(t, ns, podName(1, stepResearcher))
-	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = ptr.To(true) })
+	editSpec(t, ns, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = ptr.To(true) })
 
 	// The running step finishes; nothing new starts.
 	finishPod(t, ns, podName(1, stepResearcher), 0, "")
@@ -104,7 +104,7 @@ func TestSuspendResume(t *testing.T) {
 		t.Fatal("a suspended experiment started its compliance step")
 	}
 
-	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = ptr.To(false) })
+	editSpec(t, ns, func(s *v1alpha1.AutoResearchSpec) { s.Suspend = ptr.To(false) })
 	waitPod(t, ns, podName(1, stepCompliance))
 	waitStatus(t, ns, experiment, "Running", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseRunning })
 }
@@ -119,7 +119,7 @@ func TestGuidanceAndMaxRounds(t *testing.T) {
 
 	// Raising maxRounds resumes a finished experiment; new guidance reaches
 	// the next prompt and that round's Note.
-	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) {
+	editSpec(t, ns, func(s *v1alpha1.AutoResearchSpec) {
 		s.MaxRounds = 3
 		s.Guidance = append(s.Guidance, "try a cosine schedule")
 	})
@@ -133,7 +133,7 @@ func TestGuidanceAndMaxRounds(t *testing.T) {
 	}
 
 	// Lowering maxRounds below the current round ends after this round.
-	editSpec(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
+	editSpec(t, ns, func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
 	finishPod(t, ns, podName(2, stepResearcher), 0, "")
 	finishPod(t, ns, podName(2, stepCompliance), 0, result(t, steps.ComplianceResult{Violation: "modified fixed file eval.py"}))
 	finishPod(t, ns, podName(2, stepGit), 0, result(t, steps.GitResult{}))

@@ -112,6 +112,7 @@ func requireEnvtest(t testing.TB) {
 
 // manager is a running controller manager for one test.
 type manager struct {
+	t      testing.TB
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -137,7 +138,7 @@ func startManager(t testing.TB) *manager {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &manager{cancel: cancel, done: make(chan error, 1)}
+	m := &manager{t: t, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
 	t.Cleanup(m.stop)
 	return m
@@ -148,7 +149,9 @@ func (m *manager) stop() {
 		return
 	}
 	m.cancel()
-	<-m.done
+	if err := <-m.done; err != nil {
+		m.t.Errorf("manager: %v", err)
+	}
 	m.cancel = nil
 }
 

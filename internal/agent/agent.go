@@ -192,7 +192,7 @@ func (r *run) loop(ctx context.Context) error {
 		r.cfg.Transcript.Record(Entry{Kind: "assistant", Turn: r.res.Turns, Text: resp.Text, ToolCalls: resp.ToolCalls,
 			StopReason: resp.StopReason, Usage: &resp.Usage, Cost: r.res.CostString()})
 		if strings.TrimSpace(resp.Text) != "" {
-			fmt.Fprintf(r.cfg.Log, "turn %d: %s\n", r.res.Turns, firstLine(resp.Text))
+			r.logf("turn %d: %s\n", r.res.Turns, firstLine(resp.Text))
 		}
 
 		// An answer cut off at the output limit ends in a tool call whose
@@ -205,7 +205,7 @@ func (r *run) loop(ctx context.Context) error {
 			again := use
 			again.answered(Usage{InputTokens: resp.Usage.InputTokens}, "", nil)
 			if more, err := limits.clamp(2*maxTokens, again); err == nil && more > maxTokens {
-				fmt.Fprintf(r.cfg.Log, "turn %d: the answer was cut off at %d tokens inside a tool call; asking again for up to %d\n", r.res.Turns, maxTokens, more)
+				r.logf("turn %d: the answer was cut off at %d tokens inside a tool call; asking again for up to %d\n", r.res.Turns, maxTokens, more)
 				use, want = again, more
 				continue
 			}
@@ -247,7 +247,7 @@ func (r *run) loop(ctx context.Context) error {
 		if reminders++; reminders > maxReminders {
 			return fmt.Errorf("the model stopped %d times without finishing: %s", reminders, reminder)
 		}
-		fmt.Fprintf(r.cfg.Log, "turn %d: the model stopped early; reminded: %s\n", r.res.Turns, reminder)
+		r.logf("turn %d: the model stopped early; reminded: %s\n", r.res.Turns, reminder)
 		r.cfg.Transcript.Record(Entry{Kind: "user", Turn: r.res.Turns, Text: reminder})
 		use.add(reminder)
 		msgs = append(msgs, Message{Role: RoleUser, Text: reminder})
@@ -278,6 +278,13 @@ func (r *run) reminder(resp Response, cut *ToolCall) string {
 	return ""
 }
 
+// logf writes a progress line to the log. The log is for the human
+// watching, and the transcript records the same turns: a write that fails
+// must not stop the Researcher, so its error is dropped.
+func (r *run) logf(format string, args ...any) {
+	_, _ = fmt.Fprintf(r.cfg.Log, format, args...)
+}
+
 func (r *run) callTools(ctx context.Context, calls []ToolCall) []ToolResult {
 	results := make([]ToolResult, 0, len(calls))
 	for _, c := range calls {
@@ -286,7 +293,7 @@ func (r *run) callTools(ctx context.Context, calls []ToolCall) []ToolResult {
 		if res.IsError {
 			status = firstLine(lastLine(res.Content))
 		}
-		fmt.Fprintf(r.cfg.Log, "turn %d: %s %s: %s\n", r.res.Turns, c.Name, describeArgs(c), status)
+		r.logf("turn %d: %s %s: %s\n", r.res.Turns, c.Name, describeArgs(c), status)
 		results = append(results, res)
 	}
 	return results

@@ -60,7 +60,11 @@ func newTools(t *testing.T, dir string) *Toolbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tools.Close() })
+	t.Cleanup(func() {
+		if err := tools.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return tools
 }
 

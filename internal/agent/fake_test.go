@@ -129,7 +129,9 @@ func (f *fakeAPI) serve(rw http.ResponseWriter, r *http.Request) {
 	}
 	rw.Header().Set("content-type", "application/json")
 	rw.WriteHeader(status)
-	io.WriteString(rw, out)
+	// The client may have given up on this request already (the timeout
+	// and retry tests); what it got is what the test checks.
+	_, _ = io.WriteString(rw, out)
 }
 
 func (f *fakeAPI) provider(retry RetryPolicy) Provider { return f.wire.provider(f.server.URL, retry) }
@@ -224,6 +226,19 @@ func (anthropicWire) encode(t turn, n int) (int, http.Header, string) {
 	return 200, h, string(body)
 }
 
+// anthropicWireMessage and anthropicWireTool are a request's messages and
+// tools as the Messages API reads them.
+type anthropicWireMessage struct {
+	Role    string           `json:"role"`
+	Content []anthropicBlock `json:"content"`
+}
+
+type anthropicWireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
 func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) request {
 	for k, want := range map[string]string{"x-api-key": testKey, "anthropic-version": "2023-06-01", "content-type": "application/json"} {
 		if got := r.Header.Get(k); got != want {
@@ -231,18 +246,11 @@ func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) request {
 		}
 	}
 	var req struct {
-		Model     string           `json:"model"`
-		MaxTokens int              `json:"max_tokens"`
-		System    []anthropicBlock `json:"system"`
-		Messages  []struct {
-			Role    string           `json:"role"`
-			Content []anthropicBlock `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		} `json:"tools"`
+		Model     string                 `json:"model"`
+		MaxTokens int                    `json:"max_tokens"`
+		System    []anthropicBlock       `json:"system"`
+		Messages  []anthropicWireMessage `json:"messages"`
+		Tools     []anthropicWireTool    `json:"tools"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatalf("request body: %v\n%s", err, body)
@@ -250,79 +258,99 @@ func (anthropicWire) check(t *testing.T, r *http.Request, body []byte) request {
 	if req.Model == "" || req.MaxTokens <= 0 || len(req.System) != 1 || req.System[0].Text == "" || len(req.Tools) == 0 {
 		t.Errorf("request lacks model, max_tokens, system or tools: %s", body)
 	}
-	out := request{maxTokens: req.MaxTokens}
-	// The tools and system prompt, and the history up to the latest
-	// message, are cached for the next request.
-	breakpoints := 0
-	if len(req.System) > 0 && req.System[0].CacheControl != nil {
-		breakpoints++
-	} else {
-		t.Errorf("the system prompt has no cache_control: %s", body)
-	}
-	if n := len(req.Messages); n > 0 {
-		if c := req.Messages[n-1].Content; len(c) == 0 || c[len(c)-1].CacheControl == nil {
-			t.Errorf("the last message has no cache_control at its end: %s", body)
-		}
-	}
 	for _, tool := range req.Tools {
 		if tool.Name == "" || tool.Description == "" || !isJSONObject(tool.InputSchema) {
 			t.Errorf("tool %+v lacks a name, description or input_schema", tool)
 		}
 	}
+	out := request{maxTokens: req.MaxTokens}
+	breakpoints := checkAnthropicCacheEnds(t, req.System, req.Messages, body)
 	for i, m := range req.Messages {
-		want := "user"
-		if i%2 == 1 {
-			want = "assistant"
-		}
-		if m.Role != want || len(m.Content) == 0 {
-			t.Errorf("message %d: role %q with %d blocks, want %q with content", i, m.Role, len(m.Content), want)
-		}
-		uses := map[string]bool{}
+		var previous []anthropicBlock
 		if i > 0 {
-			for _, b := range req.Messages[i-1].Content {
-				if b.Type == "tool_use" {
-					uses[b.ID] = true
-				}
-			}
+			previous = req.Messages[i-1].Content
 		}
-		seenText := false
-		for _, b := range m.Content {
-			if b.CacheControl != nil {
-				breakpoints++
-			}
-			switch b.Type {
-			case "tool_result":
-				if seenText {
-					t.Errorf("message %d: tool_result after text", i)
-				}
-				if !uses[b.ToolUseID] {
-					t.Errorf("message %d: tool_result for %q, which the previous message did not use", i, b.ToolUseID)
-				}
-				delete(uses, b.ToolUseID)
-				if i == len(req.Messages)-1 {
-					out.results = append(out.results, ToolResult{CallID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
-				}
-			case "text":
-				seenText = true
-				if strings.TrimSpace(b.Text) == "" {
-					out.refusal = "messages: text content blocks must contain non-whitespace text"
-				}
-			case "tool_use":
-				if m.Role != "assistant" || !isJSONObject(b.Input) {
-					t.Errorf("message %d: bad tool_use %+v", i, b)
-				}
-			default:
-				t.Errorf("message %d: unknown block type %q", i, b.Type)
-			}
-		}
-		if m.Role == "user" && len(uses) > 0 {
-			t.Errorf("message %d: no tool_result for %v", i, uses)
-		}
+		breakpoints += checkAnthropicMessage(t, i, m, previous, i == len(req.Messages)-1, &out)
 	}
 	if breakpoints > 4 {
 		out.refusal = fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", breakpoints)
 	}
 	return out
+}
+
+// checkAnthropicCacheEnds checks that the tools and system prompt, and the
+// history up to the latest message, are cached for the next request. It
+// returns the system prompt's cache breakpoints; those in the messages
+// count in checkAnthropicMessage.
+func checkAnthropicCacheEnds(t *testing.T, system []anthropicBlock, msgs []anthropicWireMessage, body []byte) int {
+	breakpoints := 0
+	if len(system) > 0 && system[0].CacheControl != nil {
+		breakpoints++
+	} else {
+		t.Errorf("the system prompt has no cache_control: %s", body)
+	}
+	if n := len(msgs); n > 0 {
+		if c := msgs[n-1].Content; len(c) == 0 || c[len(c)-1].CacheControl == nil {
+			t.Errorf("the last message has no cache_control at its end: %s", body)
+		}
+	}
+	return breakpoints
+}
+
+// checkAnthropicMessage checks message i, which follows one with the
+// content previous: the roles alternate, and a user message answers every
+// tool_use of the message before it, results first. The tool results of
+// the last message go to out, as does the refusal of a whitespace-only
+// text block. It returns the message's cache breakpoints.
+func checkAnthropicMessage(t *testing.T, i int, m anthropicWireMessage, previous []anthropicBlock, last bool, out *request) int {
+	want := "user"
+	if i%2 == 1 {
+		want = "assistant"
+	}
+	if m.Role != want || len(m.Content) == 0 {
+		t.Errorf("message %d: role %q with %d blocks, want %q with content", i, m.Role, len(m.Content), want)
+	}
+	uses := map[string]bool{}
+	for _, b := range previous {
+		if b.Type == "tool_use" {
+			uses[b.ID] = true
+		}
+	}
+	breakpoints := 0
+	seenText := false
+	for _, b := range m.Content {
+		if b.CacheControl != nil {
+			breakpoints++
+		}
+		switch b.Type {
+		case "tool_result":
+			if seenText {
+				t.Errorf("message %d: tool_result after text", i)
+			}
+			if !uses[b.ToolUseID] {
+				t.Errorf("message %d: tool_result for %q, which the previous message did not use", i, b.ToolUseID)
+			}
+			delete(uses, b.ToolUseID)
+			if last {
+				out.results = append(out.results, ToolResult{CallID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
+			}
+		case "text":
+			seenText = true
+			if strings.TrimSpace(b.Text) == "" {
+				out.refusal = "messages: text content blocks must contain non-whitespace text"
+			}
+		case "tool_use":
+			if m.Role != "assistant" || !isJSONObject(b.Input) {
+				t.Errorf("message %d: bad tool_use %+v", i, b)
+			}
+		default:
+			t.Errorf("message %d: unknown block type %q", i, b.Type)
+		}
+	}
+	if m.Role == "user" && len(uses) > 0 {
+		t.Errorf("message %d: no tool_result for %v", i, uses)
+	}
+	return breakpoints
 }
 
 // openaiWire follows the Chat Completions reference: message.tool_calls
@@ -381,21 +409,24 @@ func (openaiWire) encode(t turn, n int) (int, http.Header, string) {
 	return 200, h, string(body)
 }
 
+// openaiWireMessage is a request's message as Chat Completions reads it.
+type openaiWireMessage struct {
+	Role       string           `json:"role"`
+	Content    *string          `json:"content"`
+	ToolCalls  []openaiToolCall `json:"tool_calls"`
+	ToolCallID string           `json:"tool_call_id"`
+}
+
 func (openaiWire) check(t *testing.T, r *http.Request, body []byte) request {
 	if got, want := r.Header.Get("authorization"), "Bearer "+testKey; got != want {
 		t.Errorf("authorization = %q, want %q", got, want)
 	}
 	var req struct {
-		Model               string `json:"model"`
-		MaxTokens           int    `json:"max_tokens"`
-		MaxCompletionTokens int    `json:"max_completion_tokens"`
-		Messages            []struct {
-			Role       string           `json:"role"`
-			Content    *string          `json:"content"`
-			ToolCalls  []openaiToolCall `json:"tool_calls"`
-			ToolCallID string           `json:"tool_call_id"`
-		} `json:"messages"`
-		Tools []openaiTool `json:"tools"`
+		Model               string              `json:"model"`
+		MaxTokens           int                 `json:"max_tokens"`
+		MaxCompletionTokens int                 `json:"max_completion_tokens"`
+		Messages            []openaiWireMessage `json:"messages"`
+		Tools               []openaiTool        `json:"tools"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatalf("request body: %v\n%s", err, body)
@@ -412,47 +443,61 @@ func (openaiWire) check(t *testing.T, r *http.Request, body []byte) request {
 	if len(req.Messages) < 2 || req.Messages[0].Role != "system" || req.Messages[1].Role != "user" {
 		t.Errorf("want a system then a user message first: %s", body)
 	}
-	open := map[string]bool{}
-	var results []ToolResult
+	c := openaiConversation{t: t, open: map[string]bool{}}
 	for i, m := range req.Messages {
-		switch m.Role {
-		case "assistant":
-			results = nil
-			if len(open) > 0 {
-				t.Errorf("message %d: tool calls %v unanswered", i, open)
-			}
-			for _, c := range m.ToolCalls {
-				var args string
-				if c.Type != "function" || json.Unmarshal(c.Function.Arguments, &args) != nil {
-					t.Errorf("message %d: tool call %s: arguments must be a JSON string", i, c.ID)
-				}
-				open[c.ID] = true
-			}
-			if m.Content == nil && len(m.ToolCalls) == 0 {
-				t.Errorf("message %d: assistant message without content or tool calls", i)
-			}
-		case "tool":
-			if !open[m.ToolCallID] || m.Content == nil {
-				t.Errorf("message %d: tool result for unknown call %q", i, m.ToolCallID)
-			}
-			delete(open, m.ToolCallID)
-			results = append(results, ToolResult{CallID: m.ToolCallID, Content: strings.TrimPrefix(*m.Content, "ERROR: "), IsError: strings.HasPrefix(*m.Content, "ERROR: ")})
-		case "user", "system":
-			results = nil
-			if m.Content == nil || *m.Content == "" {
-				t.Errorf("message %d: %s message without content", i, m.Role)
-			}
-		default:
-			t.Errorf("message %d: unknown role %q", i, m.Role)
-		}
+		c.check(i, m)
 	}
-	if len(open) > 0 {
-		t.Errorf("tool calls %v unanswered", open)
+	if len(c.open) > 0 {
+		t.Errorf("tool calls %v unanswered", c.open)
 	}
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role != "tool" {
-		results = nil
+		c.results = nil
 	}
-	return request{results: results, maxTokens: req.MaxTokens}
+	return request{results: c.results, maxTokens: req.MaxTokens}
+}
+
+// openaiConversation checks a request's messages in order: every tool call
+// is answered by a tool message before the next assistant message.
+type openaiConversation struct {
+	t *testing.T
+	// open are the tool calls not answered yet.
+	open map[string]bool
+	// results are the tool results since the last other message.
+	results []ToolResult
+}
+
+func (c *openaiConversation) check(i int, m openaiWireMessage) {
+	t := c.t
+	switch m.Role {
+	case "assistant":
+		c.results = nil
+		if len(c.open) > 0 {
+			t.Errorf("message %d: tool calls %v unanswered", i, c.open)
+		}
+		for _, call := range m.ToolCalls {
+			var args string
+			if call.Type != "function" || json.Unmarshal(call.Function.Arguments, &args) != nil {
+				t.Errorf("message %d: tool call %s: arguments must be a JSON string", i, call.ID)
+			}
+			c.open[call.ID] = true
+		}
+		if m.Content == nil && len(m.ToolCalls) == 0 {
+			t.Errorf("message %d: assistant message without content or tool calls", i)
+		}
+	case "tool":
+		if !c.open[m.ToolCallID] || m.Content == nil {
+			t.Errorf("message %d: tool result for unknown call %q", i, m.ToolCallID)
+		}
+		delete(c.open, m.ToolCallID)
+		c.results = append(c.results, ToolResult{CallID: m.ToolCallID, Content: strings.TrimPrefix(*m.Content, "ERROR: "), IsError: strings.HasPrefix(*m.Content, "ERROR: ")})
+	case "user", "system":
+		c.results = nil
+		if m.Content == nil || *m.Content == "" {
+			t.Errorf("message %d: %s message without content", i, m.Role)
+		}
+	default:
+		t.Errorf("message %d: unknown role %q", i, m.Role)
+	}
 }
 
 var wires = []wire{anthropicWire{}, openaiWire{}}

@@ -50,7 +50,9 @@ func autoresearchOnPath(t *testing.T) {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binDir != "" {
-		os.RemoveAll(binDir)
+		if err := os.RemoveAll(binDir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 	}
 	os.Exit(code)
 }
@@ -69,7 +71,9 @@ func fakeResearcherModel(t *testing.T) *httptest.Server {
 		if r.URL.Path != "/v1/messages" || r.Header.Get("x-api-key") != testKey || r.Header.Get("anthropic-version") != anthropicVersion {
 			t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
 			w.WriteHeader(http.StatusNotFound)
-			io.WriteString(w, `{"type":"error","error":{"type":"not_found_error","message":"not found"}}`)
+			if _, err := io.WriteString(w, `{"type":"error","error":{"type":"not_found_error","message":"not found"}}`); err != nil {
+				t.Errorf("response: %v", err)
+			}
 			return
 		}
 		var req struct {
@@ -99,10 +103,12 @@ func fakeResearcherModel(t *testing.T) *httptest.Server {
 			content, stop = []map[string]any{{"type": "text", "text": "Code ready"}}, "end_turn"
 		}
 		w.Header().Set("content-type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
+		if err := json.NewEncoder(w).Encode(map[string]any{
 			"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
 			"stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 1500, "output_tokens": 80},
-		})
+		}); err != nil {
+			t.Errorf("response: %v", err)
+		}
 	}))
 	t.Cleanup(srv.Close)
 	return srv

@@ -366,6 +366,20 @@ func (t *Toolbox) call(ctx context.Context, c ToolCall) (string, error) {
 		ToolListFiles, ToolReadFile, ToolWriteFile, ToolEditFile, ToolRunCommand, ToolRecordStrategy)
 }
 
+// readDir returns the entries of dir, a directory inside the root.
+func (t *Toolbox) readDir(dir string) ([]os.DirEntry, error) {
+	f, err := t.root.Open(dir)
+	if err != nil {
+		return nil, rootError(dir, err)
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return entries, nil
+}
+
 func (t *Toolbox) listFiles(p string) (string, error) {
 	if p == "" {
 		p = "."
@@ -378,14 +392,9 @@ func (t *Toolbox) listFiles(p string) (string, error) {
 	more := 0
 	var walk func(dir string) error
 	walk = func(dir string) error {
-		f, err := t.root.Open(dir)
+		entries, err := t.readDir(dir)
 		if err != nil {
-			return rootError(dir, err)
-		}
-		entries, err := f.ReadDir(-1)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
+			return err
 		}
 		slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 		for _, e := range entries {

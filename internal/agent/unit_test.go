@@ -284,7 +284,9 @@ func TestHungRequestIsRetried(t *testing.T) {
 	var mu sync.Mutex
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			t.Errorf("request body: %v", err)
+		}
 		mu.Lock()
 		calls++
 		n := calls
@@ -298,7 +300,9 @@ func TestHungRequestIsRetried(t *testing.T) {
 			return
 		}
 		w.Header().Set("content-type", "application/json")
-		io.WriteString(w, `{"type":"message","role":"assistant","content":[{"type":"text","text":"Code ready"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}`)
+		if _, err := io.WriteString(w, `{"type":"message","role":"assistant","content":[{"type":"text","text":"Code ready"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}`); err != nil {
+			t.Errorf("response: %v", err)
+		}
 	}))
 	defer srv.Close()
 	defer close(release)

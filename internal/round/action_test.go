@@ -106,7 +106,7 @@ func TestCurrentAction(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			tc.setup(d)
 			a, ok := CurrentAction(d.spec, &d.st)
 			var got *Action
@@ -125,7 +125,7 @@ func TestCurrentAction(t *testing.T) {
 // protocol, every note, and an experience snippet from the history that
 // keeps the baseline however long the run.
 func TestCurrentActionPrompt(t *testing.T) {
-	d := newDriver(t, givenBaseline("1.0"), func(s *v1alpha1.AutoResearchSpec) {
+	d := newDriver(t, givenBaseline, func(s *v1alpha1.AutoResearchSpec) {
 		s.HistoryLimit = 2
 		s.Guidance = []string{"try AdamW"}
 		s.Profile = &v1alpha1.ProfileSpec{Command: "python profile.py"}

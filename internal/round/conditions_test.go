@@ -83,7 +83,7 @@ func TestNextConditions(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			if tc.spec != nil {
 				tc.spec(d.spec)
 			}

@@ -45,12 +45,10 @@ func testSpec() *v1alpha1.AutoResearchSpec {
 		SpecObj()
 }
 
-// givenBaseline sets a known baseline so that round 1 starts right after
-// the workspace is ready.
-func givenBaseline(value string) func(*v1alpha1.AutoResearchSpec) {
-	return func(s *v1alpha1.AutoResearchSpec) {
-		s.Baseline = &v1alpha1.BaselineSpec{Value: v1alpha1.Decimal(value)}
-	}
+// givenBaseline sets a known baseline of 1.0 so that round 1 starts right
+// after the workspace is ready.
+func givenBaseline(s *v1alpha1.AutoResearchSpec) {
+	s.Baseline = &v1alpha1.BaselineSpec{Value: "1.0"}
 }
 
 // driver plays an adapter: it feeds observations to Next one at a time and
@@ -131,10 +129,9 @@ func (d *driver) evaluate(value string) []Action {
 	return d.next(evaluated(d.current(), value))
 }
 
-// round runs the current round to its end with value as the metric and
-// returns the actions of the git result. An improved round commits
-// commitOf(n).
-func (d *driver) round(value string) []Action {
+// round runs the current round to its end with value as the metric. An
+// improved round commits commitOf(n).
+func (d *driver) round(value string) {
 	d.t.Helper()
 	n := d.current()
 	acts := d.evaluate(value)
@@ -142,9 +139,10 @@ func (d *driver) round(value string) []Action {
 		d.t.Fatalf("R%d: no git action after the verdict", n)
 	}
 	if acts[len(acts)-1].Type == ActionCommit {
-		return d.next(committed(n, commitOf(n)))
+		d.next(committed(n, commitOf(n)))
+		return
 	}
-	return d.next(rolledBack(n))
+	d.next(rolledBack(n))
 }
 
 // commitOf is the commit the driver reports for round n's improvement.

@@ -57,7 +57,7 @@ func TestNextStart(t *testing.T) {
 			},
 		},
 		"given baseline skips round 0 and starts round 1 from the start commit": {
-			spec:  givenBaseline("1.0"),
+			spec:  givenBaseline,
 			setup: func(d *driver) { d.next(tick()) },
 			obs:   workspaceReady(),
 			wantActions: []Action{
@@ -140,7 +140,7 @@ func TestNextRecordCarriesDurations(t *testing.T) {
 		want  v1alpha1.StepDurations
 	}{
 		"round": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) Observation {
 				d.start()
 				d.evaluate("1.1")
@@ -228,7 +228,7 @@ func TestNextGuidance(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			d.spec.Guidance = tc.notes
 			tc.setup(d)
 			out := apply(d, tc.obs)
@@ -281,14 +281,14 @@ func TestNextTickReemitsRunningStep(t *testing.T) {
 			setup: func(d *driver) []Action { return d.start() },
 		},
 		"CheckCompliance": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				return d.next(researched(1, "s"))
 			},
 		},
 		"RunTrain": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				d.advanceTo(v1alpha1.StepCompliance)
@@ -296,7 +296,7 @@ func TestNextTickReemitsRunningStep(t *testing.T) {
 			},
 		},
 		"RunEval": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				d.advanceTo(v1alpha1.StepTrain)
@@ -304,14 +304,14 @@ func TestNextTickReemitsRunningStep(t *testing.T) {
 			},
 		},
 		"Commit": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				return d.evaluate("0.9")
 			},
 		},
 		"Rollback": {
-			spec: givenBaseline("1.0"),
+			spec: givenBaseline,
 			setup: func(d *driver) []Action {
 				d.start()
 				return d.evaluate("1.1")
@@ -425,7 +425,7 @@ func TestNextIgnoresStaleObservations(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			tc.setup(d)
 			out := apply(d, tc.obs)
 			if len(out.Actions) != 0 {
@@ -471,7 +471,7 @@ func TestNextHistory(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			if tc.historyLimit > 0 {
 				d.spec.HistoryLimit = tc.historyLimit
 			}
@@ -521,7 +521,7 @@ func TestNextIsPure(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			obs := tc.setup(d)
 			in := Input{Spec: d.spec, Status: d.st, Generation: d.gen, Observation: obs, Now: tObs}
 			status, spec := d.st.DeepCopy(), d.spec.DeepCopy()
@@ -542,7 +542,7 @@ func TestNextIsPure(t *testing.T) {
 // TestNextHonoursTheCandidate checks that a result lands on the candidate
 // the observation names, not always the first.
 func TestNextHonoursTheCandidate(t *testing.T) {
-	d := newDriver(t, givenBaseline("1.0"))
+	d := newDriver(t, givenBaseline)
 	d.start()
 	d.advanceTo(v1alpha1.StepTrain)
 	d.st.CurrentRound.Candidates = append(d.st.CurrentRound.Candidates, v1alpha1.CandidateStatus{Index: 1})

@@ -28,14 +28,11 @@ func roundedTo(v float64, digits int) string {
 	return metric.Format(r)
 }
 
-// parseOr is the decimal s, or def when s is empty or not a number.
-func parseOr(s string, def float64) float64 {
-	if s == "" {
-		return def
-	}
+// decimalOrZero is the decimal s, or 0 when s is empty or not a number.
+func decimalOrZero(s string) float64 {
 	v, err := metric.ParseDecimal(s)
 	if err != nil {
-		return def
+		return 0
 	}
 	return v
 }

@@ -34,11 +34,11 @@ func (e *engine) judge(value, best float64) (v1alpha1.Verdict, string) {
 
 // noiseMargin is how much a candidate must beat the best by.
 func (e *engine) noiseMargin() float64 {
-	minDelta := parseOr(string(e.spec.Acceptance.MinDelta), 0)
-	factor := parseOr(string(e.spec.Acceptance.NoiseFactor), 0)
+	minDelta := decimalOrZero(string(e.spec.Acceptance.MinDelta))
+	factor := decimalOrZero(string(e.spec.Acceptance.NoiseFactor))
 	stddev := 0.0
 	if e.st.Baseline != nil {
-		stddev = parseOr(e.st.Baseline.Stddev, 0)
+		stddev = decimalOrZero(e.st.Baseline.Stddev)
 	}
 	return math.Max(minDelta, factor*stddev)
 }

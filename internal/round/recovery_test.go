@@ -122,7 +122,7 @@ func TestNextSuspend(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			if tc.spec != nil {
 				tc.spec(d.spec)
 			}
@@ -260,7 +260,7 @@ func TestNextResume(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			if tc.spec != nil {
 				tc.spec(d.spec)
 			}
@@ -284,7 +284,7 @@ func TestNextResume(t *testing.T) {
 // TestNextResumeResetsRound checks what a restarted round forgets: the
 // interrupted candidate and the task texts its steps had filled in.
 func TestNextResumeResetsRound(t *testing.T) {
-	d := newDriver(t, givenBaseline("1.0"))
+	d := newDriver(t, givenBaseline)
 	d.start()
 	d.round("0.9")
 	fresh := d.st.CurrentRound.DeepCopy()

@@ -181,7 +181,7 @@ func TestRoundTasksInProgress(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			if tc.spec != nil {
 				tc.spec(d.spec)
 			}
@@ -262,7 +262,7 @@ func TestRoundTasksOfFinishedRound(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			if tc.spec != nil {
 				tc.spec(d.spec)
 			}

@@ -215,7 +215,7 @@ func TestNextGitResult(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, append([]func(*v1alpha1.AutoResearchSpec){givenBaseline("1.0")}, tc.spec...)...)
+			d := newDriver(t, append([]func(*v1alpha1.AutoResearchSpec){givenBaseline}, tc.spec...)...)
 			d.start()
 			tc.setup(d)
 			out := apply(d, tc.obs)
@@ -351,7 +351,7 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := newDriver(t, givenBaseline("1.0"))
+			d := newDriver(t, givenBaseline)
 			for _, f := range tc.setup {
 				f(d)
 			}

@@ -12,7 +12,7 @@ func (e *engine) addUsage(u v1alpha1.Usage) {
 	e.st.Usage.InputTokens += u.InputTokens
 	e.st.Usage.OutputTokens += u.OutputTokens
 	if u.Cost != "" {
-		e.st.Usage.Cost = decimal(parseOr(e.st.Usage.Cost, 0) + parseOr(u.Cost, 0))
+		e.st.Usage.Cost = decimal(decimalOrZero(e.st.Usage.Cost) + decimalOrZero(u.Cost))
 	}
 }
 

@@ -54,7 +54,7 @@ func TestTinyLMGoExample(t *testing.T) {
 		t.Skip("trains six rounds")
 	}
 	repo := copyExample(t, "tiny-lm-go")
-	x := load(t, repo, "experiment.yaml")
+	x := load(t, repo)
 
 	st, out := run(t, x, Options{})
 
@@ -81,7 +81,7 @@ func TestNanoGPTTorchExample(t *testing.T) {
 	}
 	usePythonWithTorch(t)
 	repo := copyExample(t, "nanogpt-torch")
-	x := load(t, repo, "experiment.yaml")
+	x := load(t, repo)
 
 	st, out := run(t, x, Options{})
 

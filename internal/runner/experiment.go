@@ -157,8 +157,7 @@ func (x *Experiment) AddNote(note string) error {
 		return err
 	}
 	if _, err := fmt.Fprintln(f, note); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	return f.Close()
 }

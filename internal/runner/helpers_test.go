@@ -32,11 +32,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building autoresearch: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// The supervisor must not depend on anyone's git configuration.
 	gittest.Isolate()
 	code := m.Run()
-	os.RemoveAll(bin)
+	if err := os.RemoveAll(bin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	os.Exit(code)
 }
 
@@ -46,9 +51,10 @@ var (
 	readFile = gittest.ReadFile
 )
 
-func load(t *testing.T, repo, file string) *Experiment {
+// load loads repo's experiment.yaml, with the worktree next to repo.
+func load(t *testing.T, repo string) *Experiment {
 	t.Helper()
-	x, err := LoadExperiment(context.Background(), filepath.Join(repo, file), filepath.Join(filepath.Dir(repo), "worktree"))
+	x, err := LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), filepath.Join(filepath.Dir(repo), "worktree"))
 	if err != nil {
 		t.Fatal(err)
 	}

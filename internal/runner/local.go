@@ -101,6 +101,7 @@ func (l *Local) run(ctx context.Context) error {
 		for _, a := range out.Actions {
 			o, err := l.perform(ctx, a)
 			if err != nil {
+				//nolint:staticcheck // ST1005: R4 is how the task lines and the status name round 4.
 				return fmt.Errorf("R%d %s: %w", a.Round, a.Type, err)
 			}
 			if o != nil {
@@ -246,7 +247,7 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 		st.Best = &v1alpha1.BestResult{Value: st.Baseline.Value, Commit: head}
 	}
 	l.status = st
-	fmt.Fprintf(l.opts.Out, "No saved state: rebuilt from %s — %d rounds done, best %s=%s.\n", ws.ExperiencesPath(), st.CompletedRounds, l.spec.Eval.Metric, st.Best.Value)
+	l.out.printf("No saved state: rebuilt from %s — %d rounds done, best %s=%s.\n", ws.ExperiencesPath(), st.CompletedRounds, l.spec.Eval.Metric, st.Best.Value)
 	return nil
 }
 

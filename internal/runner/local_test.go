@@ -24,7 +24,7 @@ const improvePlan = `rounds:
 
 func TestRunCommitsImprovementsAndRollsBackTheRest(t *testing.T) {
 	repo := newRepo(t, toyFiles(improvePlan, ""))
-	x := load(t, repo, "experiment.yaml")
+	x := load(t, repo)
 
 	st, out := run(t, x, Options{})
 
@@ -110,7 +110,7 @@ func TestTamperingIsCaughtAndUndone(t *testing.T) {
 	files := toyFiles(plan, "")
 	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 6", 1)
 	repo := newRepo(t, files)
-	x := load(t, repo, "experiment.yaml")
+	x := load(t, repo)
 
 	st, out := run(t, x, Options{})
 
@@ -182,7 +182,7 @@ func TestProcessFailuresBecomeVerdicts(t *testing.T) {
 				"maxRounds: 3", "maxRounds: 1", "timeLimit: 10s", "timeLimit: 1s", "timeout: 20s", "timeout: 2s",
 			).Replace(files["experiment.yaml"])
 			repo := newRepo(t, files)
-			x := load(t, repo, "experiment.yaml")
+			x := load(t, repo)
 
 			st, out := run(t, x, Options{Grace: 500 * time.Millisecond, KillGrace: 500 * time.Millisecond})
 
@@ -239,7 +239,7 @@ func TestStopAfterStepThenResume(t *testing.T) {
 	files := toyFiles(improvePlan, "")
 	files["train.sh"] = "#!/bin/sh\nSCORE=10\n[ \"$AUTORESEARCH_ROUND\" = 2 ] && touch " + marker + " && sleep 1\necho $SCORE > out.txt\n"
 	repo := newRepo(t, files)
-	x := load(t, repo, "experiment.yaml")
+	x := load(t, repo)
 
 	stop := make(chan struct{})
 	go func() {
@@ -263,7 +263,7 @@ func TestStopAfterStepThenResume(t *testing.T) {
 		t.Errorf("the trained candidate was not kept for the resumed run: %q", got)
 	}
 
-	st, out = run(t, load(t, repo, "experiment.yaml"), Options{})
+	st, out = run(t, load(t, repo), Options{})
 	if st.Phase != v1alpha1.PhaseSucceeded {
 		t.Fatalf("resumed run ended %s: %s\n%s", st.Phase, st.Message, out)
 	}
@@ -286,7 +286,7 @@ func TestAbortMidRoundRestartsTheRound(t *testing.T) {
 		`command: "autoresearch researcher scripted --plan plan.yaml"`,
 		`command: "echo $AUTORESEARCH_ROUND >> `+runs+` && autoresearch researcher scripted --plan plan.yaml"`, 1)
 	repo := newRepo(t, files)
-	x := load(t, repo, "experiment.yaml")
+	x := load(t, repo)
 
 	ctx, abort := context.WithCancel(context.Background())
 	go func() {
@@ -302,7 +302,7 @@ func TestAbortMidRoundRestartsTheRound(t *testing.T) {
 		t.Fatal("an aborted run returned no error")
 	}
 
-	st, out := run(t, load(t, repo, "experiment.yaml"), Options{})
+	st, out := run(t, load(t, repo), Options{})
 	if st.Phase != v1alpha1.PhaseSucceeded {
 		t.Fatalf("resumed run ended %s: %s\n%s", st.Phase, st.Message, out)
 	}
@@ -322,14 +322,14 @@ func TestRebuildsStateFromTheLedger(t *testing.T) {
 	files := toyFiles(improvePlan, "")
 	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
 	repo := newRepo(t, files)
-	x := load(t, repo, "experiment.yaml")
+	x := load(t, repo)
 	run(t, x, Options{})
 	if err := os.Remove(filepath.Join(x.StateDir(), stateFile)); err != nil {
 		t.Fatal(err)
 	}
 	raise(t, repo, "maxRounds: 1", "maxRounds: 2")
 
-	st, out := run(t, load(t, repo, "experiment.yaml"), Options{})
+	st, out := run(t, load(t, repo), Options{})
 
 	if !strings.Contains(out, "rebuilt from") || st.Phase != v1alpha1.PhaseSucceeded || st.CompletedRounds != 2 {
 		t.Fatalf("phase %s after %d rounds, want a rebuilt run to finish round 2\n%s", st.Phase, st.CompletedRounds, out)
@@ -344,7 +344,7 @@ func TestRaisingMaxRoundsContinuesAndNotesReachTheNextRound(t *testing.T) {
 	files := toyFiles(improvePlan, "")
 	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
 	repo := newRepo(t, files)
-	x := load(t, repo, "experiment.yaml")
+	x := load(t, repo)
 	if st, _ := run(t, x, Options{}); st.Phase != v1alpha1.PhaseSucceeded || st.CompletedRounds != 1 {
 		t.Fatalf("first run: %s after %d rounds", st.Phase, st.CompletedRounds)
 	}
@@ -353,7 +353,7 @@ func TestRaisingMaxRoundsContinuesAndNotesReachTheNextRound(t *testing.T) {
 	}
 	raise(t, repo, "maxRounds: 1", "maxRounds: 2")
 
-	x = load(t, repo, "experiment.yaml")
+	x = load(t, repo)
 	st, out := run(t, x, Options{})
 
 	if st.Phase != v1alpha1.PhaseSucceeded || st.CompletedRounds != 2 {
@@ -374,7 +374,7 @@ func TestRaisingMaxRoundsContinuesAndNotesReachTheNextRound(t *testing.T) {
 
 func TestSuspendedSpecRunsNothing(t *testing.T) {
 	repo := newRepo(t, toyFiles(improvePlan, "  suspend: true\n"))
-	x := load(t, repo, "experiment.yaml")
+	x := load(t, repo)
 
 	st, out := run(t, x, Options{})
 

@@ -92,8 +92,12 @@ func (p Process) Run(ctx context.Context) (round.ProcessExit, error) {
 	} else {
 		exit.ExitCode = cmd.ProcessState.ExitCode()
 	}
-	fmt.Fprintf(logFile, "\n[autoresearch] exit code %d after %s (timed out: %t)\n", exit.ExitCode, exit.Duration.Round(time.Millisecond), timedOut)
-	return exit, nil
+	// The log is the step's record, read back for its result: a write or
+	// close that fails fails the step.
+	if _, err := fmt.Fprintf(logFile, "\n[autoresearch] exit code %d after %s (timed out: %t)\n", exit.ExitCode, exit.Duration.Round(time.Millisecond), timedOut); err != nil {
+		return exit, err
+	}
+	return exit, logFile.Close()
 }
 
 // stopGroup sends SIGTERM to the process group and SIGKILL after grace.

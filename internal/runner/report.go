@@ -22,7 +22,10 @@ type reporter struct {
 	w io.Writer
 }
 
-func (r *reporter) printf(format string, args ...any) { fmt.Fprintf(r.w, format, args...) }
+// printf writes to the user's terminal (or whatever Options.Out is). The
+// loop must not stop for a progress line that could not be shown, and there
+// is nowhere better to report that it was not: the error is dropped.
+func (r *reporter) printf(format string, args ...any) { _, _ = fmt.Fprintf(r.w, format, args...) }
 
 func (r *reporter) start(l *Local) {
 	s, st := l.spec, l.status
@@ -73,7 +76,7 @@ func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus, act
 	}
 	current := round.TaskIndex(c.Step)
 	for i, t := range c.Tasks {
-		if i < len(p.Tasks) && p.Tasks[i] == t && !(i == current && p.Step != c.Step) {
+		if i < len(p.Tasks) && p.Tasks[i] == t && (i != current || p.Step == c.Step) {
 			continue
 		}
 		switch {
