@@ -754,5 +754,3 @@ func parseFile(t *testing.T, name string, repo []string) Result {
 func duration(d time.Duration) v1alpha1.Duration { return v1alpha1.Duration{Duration: d} }
 
 func durationPtr(d time.Duration) *v1alpha1.Duration { return &v1alpha1.Duration{Duration: d} }
-
-func ptr[T any](v T) *T { return &v }
