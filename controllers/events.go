@@ -75,7 +75,7 @@ func roundMessage(ar *v1alpha1.AutoResearch, rec v1alpha1.RoundRecord) string {
 
 func verdictEventType(v v1alpha1.Verdict) string {
 	switch v {
-	case v1alpha1.VerdictImproved, v1alpha1.VerdictBaseline, v1alpha1.VerdictNotImproved, v1alpha1.VerdictWithinNoise:
+	case v1alpha1.VerdictImproved, v1alpha1.VerdictBaseline, v1alpha1.VerdictNotImproved, v1alpha1.VerdictWithinNoise, v1alpha1.VerdictNoChange:
 		return corev1.EventTypeNormal
 	}
 	return corev1.EventTypeWarning

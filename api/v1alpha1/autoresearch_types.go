@@ -487,14 +487,17 @@ const (
 )
 
 // Verdict is the outcome of a round.
-// +kubebuilder:validation:Enum=baseline;improved;not_improved;within_noise;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;researcher_failed
+// +kubebuilder:validation:Enum=baseline;improved;not_improved;within_noise;no_change;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;researcher_failed
 type Verdict string
 
 const (
-	VerdictBaseline         Verdict = "baseline"
-	VerdictImproved         Verdict = "improved"
-	VerdictNotImproved      Verdict = "not_improved"
-	VerdictWithinNoise      Verdict = "within_noise"
+	VerdictBaseline    Verdict = "baseline"
+	VerdictImproved    Verdict = "improved"
+	VerdictNotImproved Verdict = "not_improved"
+	VerdictWithinNoise Verdict = "within_noise"
+	// VerdictNoChange: the candidate changed no file, so it was neither
+	// trained nor evaluated.
+	VerdictNoChange         Verdict = "no_change"
 	VerdictComplianceFailed Verdict = "compliance_failed"
 	VerdictParityFailed     Verdict = "parity_failed"
 	VerdictTrainFailed      Verdict = "train_failed"

@@ -187,11 +187,11 @@ func newWorkspaceCheckCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			strategy, err := supervisor.FinishResearch(ws, round, stateDir)
+			strategy, err := supervisor.FinishResearch(cmd.Context(), ws, round, stateDir)
 			if err != nil {
 				return err
 			}
-			res, err := supervisor.CheckCompliance(cmd.Context(), ws, spec, round, base, start)
+			res, err := supervisor.CheckCompliance(cmd.Context(), ws, spec, round, base, start, stateDir)
 			if err != nil {
 				return err
 			}

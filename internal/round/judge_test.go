@@ -88,6 +88,14 @@ func TestNextVerdicts(t *testing.T) {
 				Verdict: v1alpha1.VerdictParityFailed, Insight: "PARITY_FAIL rmsnorm: max_abs_diff=0.5 > atol=1e-05", Actions: rollback,
 			},
 		},
+		"a candidate that changed nothing is not trained": {
+			setup: at(v1alpha1.StepCompliance),
+			obs:   compliance(1, ComplianceResult{NoChange: true}),
+			want: view{
+				Strategy: "strategy 1", Compliance: "✅",
+				Verdict: v1alpha1.VerdictNoChange, Insight: "the Researcher changed no file, so there was nothing to train or evaluate", Actions: rollback,
+			},
+		},
 		"violation keeps the advisory": {
 			setup: at(v1alpha1.StepCompliance),
 			obs:   compliance(1, ComplianceResult{Violation: "touched prepare.py", Advisory: "no profile artifacts found"}),

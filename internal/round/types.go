@@ -154,6 +154,9 @@ type ComplianceResult struct {
 	Parity string
 	// Advisory notes go into the Insight without failing the round.
 	Advisory string
+	// NoChange says that the candidate changed no file: there is nothing
+	// to train or evaluate.
+	NoChange bool
 }
 
 // TrainResult is how training ended.

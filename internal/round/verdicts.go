@@ -51,6 +51,10 @@ func (e *engine) complianceChecked(r ComplianceResult) {
 		c.Compliance, c.ComplianceMessage = v1alpha1.ComplianceParityFailed, r.Parity
 		e.setTask(v1alpha1.StepCompliance, "%s", ComplianceCell(c.Compliance, c.ComplianceMessage))
 		e.decide(v1alpha1.VerdictParityFailed, joinInsight(r.Parity, r.Advisory))
+	case r.NoChange:
+		c.Compliance = v1alpha1.CompliancePassed
+		e.setTask(v1alpha1.StepCompliance, "%s, but nothing changed", ComplianceCell(c.Compliance, ""))
+		e.decide(v1alpha1.VerdictNoChange, joinInsight("the Researcher changed no file, so there was nothing to train or evaluate", r.Advisory))
 	default:
 		c.Compliance = v1alpha1.CompliancePassed
 		c.Insight = r.Advisory

@@ -353,7 +353,7 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	if err != nil {
 		return nil, err
 	}
-	strategy, err := supervisor.FinishResearch(l.ws, a.Round, l.ws.StateDir())
+	strategy, err := supervisor.FinishResearch(ctx, l.ws, a.Round, l.ws.StateDir())
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +367,7 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 }
 
 func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Observation, error) {
-	res, err := supervisor.CheckCompliance(ctx, l.ws, &l.spec, a.Round, a.BaseCommit, l.status.Workspace.StartCommit)
+	res, err := supervisor.CheckCompliance(ctx, l.ws, &l.spec, a.Round, a.BaseCommit, l.status.Workspace.StartCommit, l.ws.StateDir())
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +375,7 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 		return nil, err
 	}
 	return &round.Observation{Kind: round.ObserveComplianceChecked, Round: a.Round, Compliance: &round.ComplianceResult{
-		Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory,
+		Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange,
 	}}, nil
 }
 

@@ -88,6 +88,8 @@ type ComplianceResult struct {
 	Violation string `json:"violation,omitempty"`
 	Parity    string `json:"parity,omitempty"`
 	Advisory  string `json:"advisory,omitempty"`
+	// NoChange says that the candidate changed no file.
+	NoChange bool `json:"noChange,omitempty"`
 }
 
 // GitResult is written by `autoresearch workspace commit|rollback`.

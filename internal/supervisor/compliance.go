@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
@@ -16,8 +17,10 @@ import (
 // protocol: fixed files untouched, only variable files (and the helper files
 // that kept rounds added since start) changed. In profile-first mode it also
 // adds the seed's Step 2.5 advisory when the profile artifacts are missing.
-// Kernel parity is CheckParity's.
-func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, base, start string) (steps.ComplianceResult, error) {
+// Kernel parity is CheckParity's. A Researcher that changed git itself
+// (FinishResearch undid it) fails; one that changed nothing at all gives a
+// result with NoChange, which is not worth training.
+func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, base, start, stateDir string) (steps.ComplianceResult, error) {
 	// Helper files that kept rounds added belong to the Researcher too.
 	helpers, err := ws.HelperFiles(ctx, start)
 	if err != nil {
@@ -28,14 +31,33 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}
+	tampering, err := gitTampering(stateDir, round)
+	if err != nil {
+		return steps.ComplianceResult{}, err
+	}
 	var res steps.ComplianceResult
-	if !report.OK() {
+	switch {
+	case tampering != "":
+		res.Violation = joinReasons(tampering, report.Summary())
+	case !report.OK():
 		res.Violation = report.Summary()
+	case len(report.Changes) == 0:
+		res.NoChange = true
 	}
 	if p := spec.Profile; p != nil && p.Command != "" {
 		res.Advisory = profileAdvisory(ws.Dir, round)
 	}
 	return res, nil
+}
+
+func joinReasons(reasons ...string) string {
+	var out []string
+	for _, r := range reasons {
+		if r != "" {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // profileAdvisory is the seed's Step 2.5: missing profile artifacts are
@@ -55,7 +77,7 @@ func profileAdvisory(dir string, round int32) string {
 // the first failure. A candidate that already broke the file rules has its
 // verdict, so the check does not run for it.
 func CheckParity(ctx context.Context, res *steps.ComplianceResult, python, dir string, targets []v1alpha1.KernelTarget) error {
-	if res.Violation != "" || len(targets) == 0 {
+	if res.Violation != "" || res.NoChange || len(targets) == 0 {
 		return nil
 	}
 	pts := make([]parity.Target, 0, len(targets))

@@ -70,7 +70,7 @@ func TestCheckCompliance(t *testing.T) {
 			}
 			writeFiles(t, ws.Dir, tc.edit)
 
-			got, err := CheckCompliance(ctx, ws, spec, 1, base, res.StartCommit)
+			got, err := CheckCompliance(ctx, ws, spec, 1, base, res.StartCommit, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

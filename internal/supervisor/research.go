@@ -10,12 +10,14 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
@@ -30,15 +32,31 @@ const (
 	// strategyFile keeps the Strategy FinishResearch took, so that a retried
 	// check returns it after the ledger has already been restored.
 	strategyFile = "strategy"
+	// gitStateFile keeps the repository's git machinery as the round found
+	// it; tamperFile what FinishResearch had to undo of it.
+	gitStateFile = "git-state.json"
+	tamperFile   = "git-tampering"
 )
 
 // PrepareRound records ledger first when it is not nil (the baseline's row,
 // which no git step writes), puts the worktree back on base for the
 // Researcher of round, whatever an earlier attempt left, and keeps a backup
-// of the ledger in stateDir for FinishResearch. A round that starts again at
-// the same base gets the ledger of its first attempt back, so that what a
-// failed Researcher wrote into it does not survive into the retry.
+// of the ledger and of the repository's git machinery in stateDir for
+// FinishResearch. A round that starts again at the same base gets the
+// ledger and the git machinery of its first attempt back before git runs,
+// so that nothing a failed Researcher planted survives into the retry.
 func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, base, stateDir string, ledger *steps.LedgerUpdate) error {
+	dir := backupDir(stateDir, round)
+	saved, err := os.ReadFile(filepath.Join(dir, baseFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	retry := err == nil && string(saved) == base
+	if retry {
+		if _, err := restoreGitState(ctx, ws, dir); err != nil {
+			return err
+		}
+	}
 	if ledger != nil {
 		if err := Record(ctx, ws, *ledger); err != nil {
 			return err
@@ -47,28 +65,37 @@ func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, bas
 	if err := ws.Rollback(ctx, base); err != nil {
 		return err
 	}
-	dir := backupDir(stateDir, round)
-	if err := os.Remove(filepath.Join(dir, strategyFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for _, name := range []string{strategyFile, tamperFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
-	saved, err := os.ReadFile(filepath.Join(dir, baseFile))
-	switch {
-	case err == nil && string(saved) == base:
+	if retry {
 		return restoreLedger(ws, dir)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return err
 	}
-	return backUpLedger(ws, dir, base)
+	return backUp(ctx, ws, dir, base)
 }
 
-// FinishResearch returns the Strategy the Researcher wrote into the ledger
-// for round and puts the ledger back as PrepareRound saved it: the ledger is
-// the supervisor's, and the Strategy is all a Researcher adds to it. Called
-// again for the same attempt, it returns the same Strategy.
-func FinishResearch(ws *workspace.Workspace, round int32, stateDir string) (string, error) {
+// FinishResearch puts back what the Researcher of round may not change —
+// the repository's git machinery, then the ledger — as PrepareRound saved
+// them, and returns the Strategy the Researcher wrote into the ledger: the
+// ledger is the supervisor's, and the Strategy is all a Researcher adds to
+// it. What had to be undone of the git machinery is kept for
+// CheckCompliance. Called again for the same attempt, it returns the same
+// Strategy.
+func FinishResearch(ctx context.Context, ws *workspace.Workspace, round int32, stateDir string) (string, error) {
 	dir := backupDir(stateDir, round)
 	if _, err := os.Stat(filepath.Join(dir, baseFile)); err != nil {
 		return "", fmt.Errorf("no ledger backup of round %d in %s: the round was not prepared: %w", round, dir, err)
+	}
+	undone, err := restoreGitState(ctx, ws, dir)
+	if err != nil {
+		return "", err
+	}
+	if len(undone) > 0 {
+		if err := workspace.WriteFileAtomic(filepath.Join(dir, tamperFile), []byte(strings.Join(undone, "\n"))); err != nil {
+			return "", err
+		}
 	}
 	p := filepath.Join(dir, strategyFile)
 	data, err := os.ReadFile(p)
@@ -82,6 +109,34 @@ func FinishResearch(ws *workspace.Workspace, round int32, stateDir string) (stri
 	return string(data), restoreLedger(ws, dir)
 }
 
+// gitTampering is what FinishResearch undid of round's git machinery, as a
+// compliance violation; "" when nothing.
+func gitTampering(stateDir string, round int32) (string, error) {
+	data, err := os.ReadFile(filepath.Join(backupDir(stateDir, round), tamperFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return "the Researcher changed git itself, which only the supervisor may do (undone): " +
+		strings.ReplaceAll(strings.TrimSpace(string(data)), "\n", ", "), nil
+}
+
+// restoreGitState puts back the git machinery saved in dir and says what it
+// undid.
+func restoreGitState(ctx context.Context, ws *workspace.Workspace, dir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, gitStateFile))
+	if err != nil {
+		return nil, fmt.Errorf("the round's git state: %w", err)
+	}
+	var saved workspace.GitState
+	if err := json.Unmarshal(data, &saved); err != nil {
+		return nil, fmt.Errorf("the round's git state: %w", err)
+	}
+	return ws.RestoreGitState(ctx, saved)
+}
+
 func backupDir(stateDir string, round int32) string {
 	return filepath.Join(stateDir, "round-"+strconv.Itoa(int(round)), "ledger-backup")
 }
@@ -90,8 +145,20 @@ func ledgerFiles(ws *workspace.Workspace) map[string]string {
 	return map[string]string{workspace.ExperiencesFile: ws.ExperiencesPath(), workspace.ResultsFile: ws.ResultsPath()}
 }
 
-func backUpLedger(ws *workspace.Workspace, dir, base string) error {
+// backUp saves the ledger and the git machinery in dir, base last.
+func backUp(ctx context.Context, ws *workspace.Workspace, dir, base string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	st, err := ws.SnapshotGitState(ctx)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if err := workspace.WriteFileAtomic(filepath.Join(dir, gitStateFile), data); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(dir, baseFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {

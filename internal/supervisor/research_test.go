@@ -28,7 +28,7 @@ func TestFinishResearchTakesTheStrategyAndRestoresTheLedger(t *testing.T) {
 	researcher(t, ws.Dir, "double SCORE")
 
 	for attempt := 1; attempt <= 2; attempt++ {
-		strategy, err := FinishResearch(ws, 1, state)
+		strategy, err := FinishResearch(ctx, ws, 1, state)
 		if err != nil {
 			t.Fatalf("attempt %d: %v", attempt, err)
 		}
@@ -56,7 +56,7 @@ func TestPrepareRoundAgainUndoesTheFailedAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	researcher(t, ws.Dir, "first attempt")
-	if _, err := FinishResearch(ws, 1, state); err != nil {
+	if _, err := FinishResearch(ctx, ws, 1, state); err != nil {
 		t.Fatal(err)
 	}
 	// The round restarts after an interruption, and its Researcher runs again.
@@ -71,7 +71,7 @@ func TestPrepareRoundAgainUndoesTheFailedAttempt(t *testing.T) {
 		t.Errorf("the worktree is not back on base: train.sh = %q", got)
 	}
 	researcher(t, ws.Dir, "second attempt")
-	strategy, err := FinishResearch(ws, 1, state)
+	strategy, err := FinishResearch(ctx, ws, 1, state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestPrepareRoundAtAnotherBaseTakesANewBackup(t *testing.T) {
 	if err := PrepareRound(ctx, ws, 1, base, state, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FinishResearch(ws, 1, state); err != nil {
+	if _, err := FinishResearch(ctx, ws, 1, state); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, ws.ResultsPath()); got != results {
@@ -108,7 +108,7 @@ func TestPrepareRoundAtAnotherBaseTakesANewBackup(t *testing.T) {
 
 func TestFinishResearchNeedsAPreparedRound(t *testing.T) {
 	ws, _ := newWorkspace(t)
-	_, err := FinishResearch(ws, 1, t.TempDir())
+	_, err := FinishResearch(context.Background(), ws, 1, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "the round was not prepared") {
 		t.Errorf("error = %v, want one saying the round was not prepared", err)
 	}

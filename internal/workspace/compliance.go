@@ -3,6 +3,8 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -104,12 +106,36 @@ func (w *Workspace) CheckCompliance(ctx context.Context, base string, fixed, var
 		report.Changes = append(report.Changes, c.FileChange)
 		if v, ok := rules.judge(c); ok {
 			report.Violations = append(report.Violations, v)
+		} else if v, ok := w.judgeFileType(c); ok {
+			report.Violations = append(report.Violations, v)
 		}
 		if c.Kind == ChangeAdded && rules.evalLike(c.to) {
 			report.EvalLike = append(report.EvalLike, c.Path)
 		}
 	}
 	return report, nil
+}
+
+// judgeFileType refuses what no protocol allows a candidate to add or
+// change: a symbolic link, which could make the supervisor read or commit a
+// file outside the repository, and a file that configures git itself
+// (.gitattributes, .gitmodules, .gitignore), which could make git run a
+// command or hide a file from compliance and from the commit.
+func (w *Workspace) judgeFileType(c change) (Violation, bool) {
+	if c.Kind == ChangeDeleted {
+		return Violation{}, false
+	}
+	if strings.HasPrefix(path.Base(c.to.rel), ".git") {
+		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s %s, a file that configures git, which only the supervisor may change", c.Kind, c.Path)}, true
+	}
+	root := w.Root
+	if c.to.inside {
+		root = w.Dir
+	}
+	if info, err := os.Lstat(filepath.Join(root, filepath.FromSlash(c.to.rel))); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s is a symbolic link; a candidate may hold only regular files", c.Path)}, true
+	}
+	return Violation{}, false
 }
 
 // headMoved describes how HEAD and the experiment branch differ from base.

@@ -65,9 +65,15 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	return gitEnv(ctx, dir, nil, args...)
 }
 
+// hardening runs git without anything a Researcher could have planted for
+// the supervisor to execute: no hooks, no file-system monitor command, and
+// no system or global configuration. The repository's own configuration is
+// guarded by GitState.
+var hardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+
 // gitEnv runs git in dir with extra environment variables.
 func gitEnv(ctx context.Context, dir string, extraEnv []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd := exec.CommandContext(ctx, "git", append(slices.Clone(hardening), args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(gitBaseEnv(), extraEnv...)
 	var stdout, stderr bytes.Buffer
@@ -92,7 +98,7 @@ func gitBaseEnv() []string {
 	}
 	// Porcelain output and error messages are parsed or shown as they are;
 	// keep them in one language and never prompt for anything.
-	return append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
+	return append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
 }
 
 // supervisorEnv makes the supervisor the author and committer without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -413,5 +414,45 @@ func TestGitErrorsHideCredentials(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "https://***@127.0.0.1:1/repo.git") {
 		t.Errorf("error %q: want the URL without its credentials", err)
+	}
+}
+
+// TestRestoreGitState plants what a Researcher could in the repository's
+// git machinery and checks that all of it is named and undone.
+func TestRestoreGitState(t *testing.T) {
+	ctx := context.Background()
+	ws, _ := newExperiment(t)
+	saved, err := ws.SnapshotGitState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := gitT(t, ws.Root, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	config := filepath.Join(common, "config")
+	before, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, ws.Root, "config", "core.fsmonitor", "touch /tmp/x")
+	if err := os.MkdirAll(filepath.Join(common, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(common, "hooks", "post-commit"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, ws.Root, "update-ref", "refs/tags/forged", "HEAD")
+
+	undone, err := ws.RestoreGitState(ctx, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"added git hook post-commit", "changed git config", "created refs/tags/forged"}
+	if !slices.Equal(undone, want) {
+		t.Errorf("undone %q, want %q", undone, want)
+	}
+	if after, _ := os.ReadFile(config); string(after) != string(before) {
+		t.Errorf("config after the restore:\n%s\nwant:\n%s", after, before)
+	}
+	if again, err := ws.RestoreGitState(ctx, saved); err != nil || again != nil {
+		t.Errorf("a second restore undid %q (%v), want nothing", again, err)
 	}
 }

@@ -1,0 +1,2 @@
+# Change nothing and hope that noise beats the best.
+true

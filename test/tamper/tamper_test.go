@@ -1,0 +1,169 @@
+// Package tamper runs the attack corpus in attacks/ against the local
+// runner. Each attack is a Researcher that wants a better number, or wants
+// to leave something behind, by going around the supervisor instead of
+// improving the code. Every one must end in a failing verdict, with nothing
+// of it on the experiment branch or in the user's repository, and without
+// the supervisor ever running a command the attack planted.
+package tamper
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+func TestMain(m *testing.M) {
+	gittest.Isolate()
+	os.Exit(m.Run())
+}
+
+// verdicts says what each attack must end in.
+var verdicts = map[string]v1alpha1.Verdict{
+	"clean-filter":       v1alpha1.VerdictComplianceFailed,
+	"edit-fixed-eval":    v1alpha1.VerdictComplianceFailed,
+	"fsmonitor":          v1alpha1.VerdictComplianceFailed,
+	"gitignore-hide":     v1alpha1.VerdictComplianceFailed,
+	"gitmodules":         v1alpha1.VerdictComplianceFailed,
+	"hook-post-checkout": v1alpha1.VerdictComplianceFailed,
+	"hook-post-commit":   v1alpha1.VerdictComplianceFailed,
+	"hooks-path":         v1alpha1.VerdictComplianceFailed,
+	"info-attributes":    v1alpha1.VerdictComplianceFailed,
+	"move-main":          v1alpha1.VerdictComplianceFailed,
+	"new-branch":         v1alpha1.VerdictComplianceFailed,
+	"new-tag":            v1alpha1.VerdictComplianceFailed,
+	"no-change":          v1alpha1.VerdictNoChange,
+	"researcher-commit":  v1alpha1.VerdictComplianceFailed,
+	"symlink-helper":     v1alpha1.VerdictComplianceFailed,
+	"symlink-variable":   v1alpha1.VerdictComplianceFailed,
+}
+
+func TestAttacks(t *testing.T) {
+	scripts, err := filepath.Glob("attacks/*.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range scripts {
+		names = append(names, strings.TrimSuffix(filepath.Base(s), ".sh"))
+	}
+	if len(names) != len(verdicts) {
+		t.Fatalf("attacks %v; every attack needs its verdict in the table and every verdict its attack", names)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			want, ok := verdicts[name]
+			if !ok {
+				t.Fatalf("no verdict for attack %s", name)
+			}
+			script, err := filepath.Abs(filepath.Join("attacks", name+".sh"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runAttack(t, script, want)
+		})
+	}
+}
+
+// runAttack runs one round with the attack as its Researcher and checks
+// what it left.
+func runAttack(t *testing.T, script string, want v1alpha1.Verdict) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "planted-command-ran")
+	repo := filepath.Join(dir, "repo")
+	gittest.WriteFiles(t, repo, map[string]string{
+		"train.sh":   "#!/bin/sh\nSCORE=10\necho $SCORE > out.txt\n",
+		"eval.sh":    "#!/bin/sh\necho \"score: $(cat out.txt)\"\n",
+		".gitignore": "out.txt\n",
+		"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 1
+  baseline: {value: "10"}
+  fixed: {files: [eval.sh], timeLimit: 10s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh"}
+  eval: {metric: score, direction: maximize, command: "./eval.sh"}
+  researcher:
+    command: "sh ` + script + `"
+    env: [{name: MARKER, value: "` + marker + `"}]
+`,
+	})
+	gittest.Git(t, repo, "init", "-q", "-b", "main")
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
+	before := repoGitState(t, repo)
+
+	ctx := context.Background()
+	x, err := runner.LoadExperiment(ctx, filepath.Join(repo, "experiment.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	st, err := runner.Run(ctx, x, runner.Options{Out: &out})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+
+	var got v1alpha1.Verdict
+	for _, h := range st.History {
+		if h.Round == 1 {
+			got = h.Verdict
+			if got != want {
+				t.Errorf("verdict %s (%s), want %s", got, h.Insight, want)
+			}
+		}
+	}
+	if got == "" {
+		t.Fatalf("round 1 has no verdict:\n%s", out.String())
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Error("the supervisor ran a command the attack planted")
+	}
+	start := gittest.Git(t, repo, "rev-parse", "main")
+	for _, f := range strings.Fields(gittest.Git(t, repo, "diff", "--name-only", st.Workspace.StartCommit, "refs/heads/autoresearch/toy")) {
+		if f != workspace.ExperiencesFile && f != workspace.ResultsFile {
+			t.Errorf("the experiment branch holds %s from the attack", f)
+		}
+	}
+	after := repoGitState(t, repo)
+	after.refs = slices.DeleteFunc(after.refs, func(r string) bool { return strings.HasPrefix(r, "refs/heads/autoresearch/") })
+	if start != before.main || !slices.Equal(before.refs, after.refs) || before.config != after.config || !slices.Equal(before.hooks, after.hooks) {
+		t.Errorf("the user's repository changed:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+// gitState is what of a user's repository an attack must not change.
+type gitState struct {
+	main, config string
+	refs, hooks  []string
+}
+
+func repoGitState(t *testing.T, repo string) gitState {
+	t.Helper()
+	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := gitState{
+		main:   gittest.Git(t, repo, "rev-parse", "refs/heads/main"),
+		config: string(config),
+		refs:   strings.Fields(gittest.Git(t, repo, "for-each-ref", "--format=%(refname)")),
+	}
+	entries, _ := os.ReadDir(filepath.Join(repo, ".git", "hooks"))
+	for _, e := range entries {
+		st.hooks = append(st.hooks, e.Name())
+	}
+	return st
+}
