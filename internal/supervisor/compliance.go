@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
@@ -38,7 +37,10 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 	var res steps.ComplianceResult
 	switch {
 	case tampering != "":
-		res.Violation = joinReasons(tampering, report.Summary())
+		res.Violation = tampering
+		if !report.OK() {
+			res.Violation += "; " + report.Summary()
+		}
 	case !report.OK():
 		res.Violation = report.Summary()
 	case len(report.Changes) == 0:
@@ -48,16 +50,6 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 		res.Advisory = profileAdvisory(ws.Dir, round)
 	}
 	return res, nil
-}
-
-func joinReasons(reasons ...string) string {
-	var out []string
-	for _, r := range reasons {
-		if r != "" {
-			out = append(out, r)
-		}
-	}
-	return strings.Join(out, "; ")
 }
 
 // profileAdvisory is the seed's Step 2.5: missing profile artifacts are
