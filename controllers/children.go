@@ -196,11 +196,7 @@ func secretEnv(name, secret, key string) corev1.EnvVar {
 // roundConfigMap holds a round's prompt and the fixed files' hashes that
 // its evaluation verifies.
 func (b childBuilder) roundConfigMap(n int32, prompt string) (*corev1.ConfigMap, error) {
-	m := map[string]string{}
-	for _, h := range b.ar.Status.Workspace.FixedFileHashes {
-		m[h.Path] = h.SHA256
-	}
-	hashes, err := json.Marshal(m)
+	hashes, err := json.Marshal(steps.HashMap(b.ar.Status.Workspace.FixedFileHashes))
 	if err != nil {
 		return nil, err
 	}

@@ -108,13 +108,8 @@ func observeWorkspace(pod *corev1.Pod) round.Observation {
 	case res.Error != "" || pod.Status.Phase != corev1.PodSucceeded:
 		return round.Observation{Kind: round.ObserveWorkspaceFailed, Error: cmp.Or(res.Error, podProblem(pod, nil))}
 	}
-	var hashes []v1alpha1.FileHash
-	for p, h := range res.FixedHashes {
-		hashes = append(hashes, v1alpha1.FileHash{Path: p, SHA256: h})
-	}
-	slices.SortFunc(hashes, func(a, b v1alpha1.FileHash) int { return strings.Compare(a.Path, b.Path) })
 	return round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
-		Path: steps.WorktreeDir, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: hashes,
+		Path: steps.WorktreeDir, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: steps.FileHashes(res.FixedHashes),
 	}}
 }
 

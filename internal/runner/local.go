@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,7 +213,7 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 	}
 	st := v1alpha1.AutoResearchStatus{
 		Phase:     v1alpha1.PhaseRunning,
-		Workspace: &v1alpha1.WorkspaceStatus{Path: ws.Root, Branch: ws.Branch, StartCommit: start, FixedFileHashes: fileHashes(hashes)},
+		Workspace: &v1alpha1.WorkspaceStatus{Path: ws.Root, Branch: ws.Branch, StartCommit: start, FixedFileHashes: steps.FileHashes(hashes)},
 	}
 	var rounds []v1alpha1.RoundRecord
 	for _, row := range ledger.Rows {
@@ -308,7 +307,7 @@ func (l *Local) prepareWorkspace(ctx context.Context) (*round.Observation, error
 	}
 	l.ws = ws
 	return &round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
-		Path: ws.Root, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: fileHashes(res.FixedHashes),
+		Path: ws.Root, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: steps.FileHashes(res.FixedHashes),
 	}}, nil
 }
 
@@ -408,7 +407,7 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 
 func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation, error) {
 	obs := &round.Observation{Kind: round.ObserveEvalFinished, Round: a.Round, Eval: &round.EvalResult{}}
-	changed, err := supervisor.ChangedFixedFiles(l.ws.Dir, hashMap(l.status.Workspace.FixedFileHashes))
+	changed, err := supervisor.ChangedFixedFiles(l.ws.Dir, steps.HashMap(l.status.Workspace.FixedFileHashes))
 	if err != nil {
 		return nil, err
 	}
@@ -503,23 +502,6 @@ func envVars(vars []corev1.EnvVar) []string {
 		}
 	}
 	return env
-}
-
-func fileHashes(m map[string]string) []v1alpha1.FileHash {
-	var out []v1alpha1.FileHash
-	for p, h := range m {
-		out = append(out, v1alpha1.FileHash{Path: p, SHA256: h})
-	}
-	slices.SortFunc(out, func(a, b v1alpha1.FileHash) int { return strings.Compare(a.Path, b.Path) })
-	return out
-}
-
-func hashMap(hs []v1alpha1.FileHash) map[string]string {
-	m := make(map[string]string, len(hs))
-	for _, h := range hs {
-		m[h.Path] = h.SHA256
-	}
-	return m
 }
 
 // resultValue takes the number out of a ledger Result cell ("val_bpb=0.99").

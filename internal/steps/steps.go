@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
@@ -165,6 +167,27 @@ type ResearcherReport struct {
 // Usage is the report's consumption as the API counts it.
 func (r ResearcherReport) Usage() v1alpha1.Usage {
 	return v1alpha1.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Cost: r.Cost}
+}
+
+// FileHashes are the fixed files' hashes of a WorkspaceResult as the API
+// lists them, sorted by path.
+func FileHashes(m map[string]string) []v1alpha1.FileHash {
+	out := make([]v1alpha1.FileHash, 0, len(m))
+	for p, h := range m {
+		out = append(out, v1alpha1.FileHash{Path: p, SHA256: h})
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.FileHash) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// HashMap is the path → SHA-256 map of hashes, as the evaluation step
+// verifies them.
+func HashMap(hashes []v1alpha1.FileHash) map[string]string {
+	m := make(map[string]string, len(hashes))
+	for _, h := range hashes {
+		m[h.Path] = h.SHA256
+	}
+	return m
 }
 
 // LedgerUpdate is one round's row for experiences.md and results.tsv, with
