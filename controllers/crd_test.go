@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -114,6 +116,66 @@ func TestCRDRejectsTheInvalidProtocols(t *testing.T) {
 				t.Errorf("error %v; want one on %s", err, tc.Field)
 			}
 		})
+	}
+}
+
+// TestCRDFreezesTheMeasure checks that the parts of the protocol every
+// verdict was measured under cannot change once the experiment exists, as
+// FrozenChanges says for the local runner, while the rest can.
+func TestCRDFreezesTheMeasure(t *testing.T) {
+	ns := newNamespace(t)
+	ar := builder.MakeAutoResearch("frozen", ns).Baseline("1.0").Obj()
+	if err := k8s.Create(context.Background(), ar); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		edit   func(*v1alpha1.AutoResearchSpec)
+		frozen string
+	}{
+		"eval command":     {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Command = "echo val_bpb: 0.0001" }, "eval.command"},
+		"metric":           {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "loss" }, "eval.command"},
+		"direction":        {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = v1alpha1.DirectionMaximize }, "eval.command"},
+		"pattern added":    {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "bpb (.*)" }, "eval.command"},
+		"fixed files":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = nil }, "fixed cannot change"},
+		"time limit":       {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.TimeLimit.Duration *= 2 }, "fixed cannot change"},
+		"train command":    {func(s *v1alpha1.AutoResearchSpec) { s.Train.Command = "python train.py --fast" }, "train.command cannot change"},
+		"baseline":         {func(s *v1alpha1.AutoResearchSpec) { s.Baseline.Value = "9" }, "baseline cannot change"},
+		"baseline removed": {func(s *v1alpha1.AutoResearchSpec) { s.Baseline = nil }, "baseline cannot change"},
+		"source":           {func(s *v1alpha1.AutoResearchSpec) { s.Source.Subdir = "other" }, "source and workspace cannot change"},
+		"max rounds":       {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 20 }, ""},
+		"guidance":         {func(s *v1alpha1.AutoResearchSpec) { s.Guidance = []string{"try AdamW"} }, ""},
+		"researcher":       {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "other-agent" }, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cur := &v1alpha1.AutoResearch{}
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(ar), cur); err != nil {
+				t.Fatal(err)
+			}
+			old := cur.Spec.DeepCopy()
+			tc.edit(&cur.Spec)
+			err := k8s.Update(context.Background(), cur)
+			local := cur.Spec.FrozenChanges(old)
+			switch {
+			case tc.frozen == "" && (err != nil || len(local) > 0):
+				t.Errorf("update refused: %v (local: %v)", err, local)
+			case tc.frozen != "" && (err == nil || !strings.Contains(err.Error(), tc.frozen) || len(local) == 0):
+				t.Errorf("update error %v (local: %v); want it refused for %q", err, local, tc.frozen)
+			}
+		})
+	}
+}
+
+// TestCRDAcceptsNoFixedFiles: fixed.files is optional, and the rule that
+// keeps it apart from variable.files must hold without it.
+func TestCRDAcceptsNoFixedFiles(t *testing.T) {
+	ns := newNamespace(t)
+	ar := builder.MakeAutoResearch("nofixed", ns).Fixed().Obj()
+	if err := k8s.Create(context.Background(), ar); err != nil {
+		t.Errorf("a protocol without fixed files: %v", err)
+	}
+	if errs := ar.Spec.Validate(); len(errs) > 0 {
+		t.Errorf("the Go rules refuse it: %v", errs)
 	}
 }
 

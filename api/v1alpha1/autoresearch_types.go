@@ -18,7 +18,12 @@ const (
 // AutoResearchSpec is the research protocol: what to improve, which files are
 // fixed and which may change, how to train and how the fixed evaluation
 // measures the result.
-// +kubebuilder:validation:XValidation:rule="!self.fixed.files.exists(f, f in self.variable.files)",message="a file cannot be both fixed and variable: remove it from fixed.files or variable.files"
+// +kubebuilder:validation:XValidation:rule="!has(self.fixed.files) || !self.fixed.files.exists(f, f in self.variable.files)",message="a file cannot be both fixed and variable: remove it from fixed.files or variable.files"
+// +kubebuilder:validation:XValidation:rule="self.fixed == oldSelf.fixed",message="fixed cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
+// +kubebuilder:validation:XValidation:rule="self.train.command == oldSelf.train.command",message="train.command cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
+// +kubebuilder:validation:XValidation:rule="self.eval.command == oldSelf.eval.command && self.eval.metric == oldSelf.eval.metric && self.eval.direction == oldSelf.eval.direction && has(self.eval.pattern) == has(oldSelf.eval.pattern) && (!has(self.eval.pattern) || self.eval.pattern == oldSelf.eval.pattern)",message="eval.command, eval.metric, eval.direction and eval.pattern cannot change once the experiment exists: they are the measure of every verdict; start a new experiment instead"
+// +kubebuilder:validation:XValidation:rule="has(self.baseline) == has(oldSelf.baseline) && (!has(self.baseline) || self.baseline == oldSelf.baseline)",message="baseline cannot change once the experiment exists; start a new experiment instead"
+// +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source && self.workspace == oldSelf.workspace",message="source and workspace cannot change once the experiment exists: the experiment's repository lives there; start a new experiment instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || size(self.fixed.files) > 0",message="kernelTargets need their baseline modules listed in fixed.files"
 type AutoResearchSpec struct {
 	// researchQuestion is what the experiment tries to find out, shown to every Researcher.

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -188,6 +189,33 @@ func Strings[T ~string](values []T) []string {
 		out[i] = string(v)
 	}
 	return out
+}
+
+// FrozenChanges lists the parts of the protocol that differ from old but
+// may not change once an experiment exists, because the baseline and every
+// verdict were measured under them. The CRD's transition rules refuse the
+// same changes on a cluster.
+func (s *AutoResearchSpec) FrozenChanges(old *AutoResearchSpec) []string {
+	var changed []string
+	for _, f := range []struct {
+		path     string
+		now, was any
+	}{
+		{"spec.fixed", s.Fixed, old.Fixed},
+		{"spec.train.command", s.Train.Command, old.Train.Command},
+		{"spec.eval.command", s.Eval.Command, old.Eval.Command},
+		{"spec.eval.metric", s.Eval.Metric, old.Eval.Metric},
+		{"spec.eval.direction", s.Eval.Direction, old.Eval.Direction},
+		{"spec.eval.pattern", s.Eval.Pattern, old.Eval.Pattern},
+		{"spec.baseline", s.Baseline, old.Baseline},
+		{"spec.source", s.Source, old.Source},
+		{"spec.workspace", s.Workspace, old.Workspace},
+	} {
+		if !reflect.DeepEqual(f.now, f.was) {
+			changed = append(changed, f.path)
+		}
+	}
+	return changed
 }
 
 // ResearcherTimeout is the Researcher's time budget: researcher.timeout, or

@@ -28,6 +28,9 @@ const (
 	stateFile  = "state.json"
 	notesFile  = "notes.txt"
 	resultFile = "researcher-result.json"
+	// protocolFile keeps the protocol the experiment started with, whose
+	// measure (spec.AutoResearchSpec.FrozenChanges) may not change.
+	protocolFile = "protocol.json"
 	// DefaultGrace is the buffer past the time limit before a process is
 	// stopped (the seed's time_limit + 30 s), and again before it is killed.
 	DefaultGrace = 30 * time.Second
@@ -156,6 +159,9 @@ func (l *Local) load(ctx context.Context) (round.Observation, error) {
 		if err := json.Unmarshal(data, &l.status); err != nil {
 			return round.Observation{}, fmt.Errorf("reading the saved state: %w (delete %s to rebuild it from experiences.md)", err, filepath.Join(l.x.StateDir(), stateFile))
 		}
+		if err := l.checkProtocol(); err != nil {
+			return round.Observation{}, err
+		}
 		if err := l.openWorkspace(); err != nil {
 			return round.Observation{}, err
 		}
@@ -170,6 +176,27 @@ func (l *Local) load(ctx context.Context) (round.Observation, error) {
 		return round.Observation{Kind: round.ObserveResumed}, nil
 	}
 	return round.Observation{Kind: round.ObserveTick}, nil
+}
+
+// checkProtocol refuses to go on under another measure than the one the
+// experiment started with, as the CRD's transition rules do on a cluster.
+func (l *Local) checkProtocol() error {
+	data, err := os.ReadFile(filepath.Join(l.x.StateDir(), protocolFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var started v1alpha1.AutoResearchSpec
+	if err := json.Unmarshal(data, &started); err != nil {
+		return fmt.Errorf("reading the protocol the experiment started with: %w", err)
+	}
+	if changed := l.spec.FrozenChanges(&started); len(changed) > 0 {
+		return fmt.Errorf("%s changed since the experiment started, but the baseline and every verdict were measured under the old value; put it back, or start a new experiment (another metadata.name or --worktree)",
+			strings.Join(changed, ", "))
+	}
+	return nil
 }
 
 func (l *Local) openWorkspace() error {
@@ -262,7 +289,17 @@ func (l *Local) save() error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return workspace.WriteFileAtomic(filepath.Join(dir, stateFile), data)
+	if err := workspace.WriteFileAtomic(filepath.Join(dir, stateFile), data); err != nil {
+		return err
+	}
+	protocol := filepath.Join(dir, protocolFile)
+	if _, err := os.Stat(protocol); !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if data, err = json.Marshal(l.x.Object.Spec); err != nil {
+		return err
+	}
+	return workspace.WriteFileAtomic(protocol, data)
 }
 
 // perform does one action. It returns the observation for actions the

@@ -372,6 +372,28 @@ func TestRaisingMaxRoundsContinuesAndNotesReachTheNextRound(t *testing.T) {
 	}
 }
 
+// TestRefusesAChangedMeasure: an experiment cannot go on under another
+// evaluation than the one its baseline and verdicts were measured under.
+func TestRefusesAChangedMeasure(t *testing.T) {
+	files := toyFiles(improvePlan, "")
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
+	repo := newRepo(t, files)
+	x := load(t, repo)
+	run(t, x, Options{})
+	raise(t, repo, "maxRounds: 1", "maxRounds: 2")
+	raise(t, repo, "direction: maximize", "direction: minimize")
+
+	_, err := Run(context.Background(), load(t, repo), Options{})
+
+	if err == nil || !strings.Contains(err.Error(), "spec.eval.direction changed since the experiment started") {
+		t.Fatalf("error %v, want the changed direction refused", err)
+	}
+	raise(t, repo, "direction: minimize", "direction: maximize")
+	if st, out := run(t, load(t, repo), Options{}); st.CompletedRounds != 2 {
+		t.Errorf("with the measure put back, %d rounds, want 2\n%s", st.CompletedRounds, out)
+	}
+}
+
 func TestSuspendedSpecRunsNothing(t *testing.T) {
 	repo := newRepo(t, toyFiles(improvePlan, "  suspend: true\n"))
 	x := load(t, repo)
