@@ -16,9 +16,10 @@ import (
 // protocol: fixed files untouched, only variable files (and the helper files
 // that kept rounds added since start) changed. In profile-first mode it also
 // adds the seed's Step 2.5 advisory when the profile artifacts are missing.
-// Kernel parity is CheckParity's. A Researcher that changed git itself
-// (FinishResearch undid it) fails; one that changed nothing at all gives a
-// result with NoChange, which is not worth training.
+// Kernel parity is CheckParity's. A Researcher that changed git itself or
+// the ledger beyond its Strategy row (FinishResearch undid both) fails; one
+// that changed nothing at all gives a result with NoChange, which is not
+// worth training.
 func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, base, start, stateDir string) (steps.ComplianceResult, error) {
 	// Helper files that kept rounds added belong to the Researcher too.
 	helpers, err := ws.HelperFiles(ctx, start)
@@ -30,14 +31,14 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}
-	tampering, err := gitTampering(stateDir, round)
+	tampered, err := tampering(stateDir, round)
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}
 	var res steps.ComplianceResult
 	switch {
-	case tampering != "":
-		res.Violation = tampering
+	case tampered != "":
+		res.Violation = tampered
 		if !report.OK() {
 			res.Violation += "; " + report.Summary()
 		}

@@ -16,6 +16,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,6 +38,9 @@ const (
 	// it; tamperFile what FinishResearch had to undo of it.
 	gitStateFile = "git-state.json"
 	tamperFile   = "git-tampering"
+	// forgeryFile names the ledger files the Researcher changed beyond its
+	// Strategy row.
+	forgeryFile = "ledger-forgery"
 )
 
 // PrepareRound records ledger first when it is not nil (the baseline's row,
@@ -65,7 +70,7 @@ func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, bas
 	if err := ws.Rollback(ctx, base); err != nil {
 		return err
 	}
-	for _, name := range []string{strategyFile, tamperFile} {
+	for _, name := range []string{strategyFile, tamperFile, forgeryFile} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -97,6 +102,15 @@ func FinishResearch(ctx context.Context, ws *workspace.Workspace, round int32, s
 			return "", err
 		}
 	}
+	forged, err := ledgerForgery(ws, dir, round)
+	if err != nil {
+		return "", err
+	}
+	if len(forged) > 0 {
+		if err := workspace.WriteFileAtomic(filepath.Join(dir, forgeryFile), []byte(strings.Join(forged, ", "))); err != nil {
+			return "", err
+		}
+	}
 	p := filepath.Join(dir, strategyFile)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -109,18 +123,57 @@ func FinishResearch(ctx context.Context, ws *workspace.Workspace, round int32, s
 	return string(data), restoreLedger(ws, dir)
 }
 
-// gitTampering is what FinishResearch undid of round's git machinery, as a
-// compliance violation; "" when nothing.
-func gitTampering(stateDir string, round int32) (string, error) {
-	data, err := os.ReadFile(filepath.Join(backupDir(stateDir, round), tamperFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+// tampering is what FinishResearch had to undo of round's git machinery
+// and ledger, as a compliance violation; "" when nothing.
+func tampering(stateDir string, round int32) (string, error) {
+	var reasons []string
+	for _, f := range []struct{ name, reason string }{
+		{tamperFile, "the Researcher changed git itself, which only the supervisor may do (undone): "},
+		{forgeryFile, "the Researcher edited the supervisor's ledger beyond its Strategy row (restored): "},
+	} {
+		data, err := os.ReadFile(filepath.Join(backupDir(stateDir, round), f.name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		reasons = append(reasons, f.reason+strings.ReplaceAll(strings.TrimSpace(string(data)), "\n", ", "))
 	}
+	return strings.Join(reasons, "; "), nil
+}
+
+// ledgerForgery names the ledger files the Researcher of round changed
+// beyond the Strategy row it may add to experiences.md.
+func ledgerForgery(ws *workspace.Workspace, dir string, round int32) ([]string, error) {
+	var forged []string
+	saved, err := os.ReadFile(filepath.Join(dir, workspace.ResultsFile))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return "the Researcher changed git itself, which only the supervisor may do (undone): " +
-		strings.ReplaceAll(strings.TrimSpace(string(data)), "\n", ", "), nil
+	if now, err := os.ReadFile(ws.ResultsPath()); err != nil || string(now) != string(saved) {
+		forged = append(forged, workspace.ResultsFile)
+	}
+	before, err := workspace.ReadLedger(filepath.Join(dir, workspace.ExperiencesFile))
+	if err != nil {
+		return nil, err
+	}
+	after, err := workspace.ReadLedger(ws.ExperiencesPath())
+	if err != nil || !sameLedgerBesides(before, after, int(round)) {
+		forged = append(forged, workspace.ExperiencesFile)
+	}
+	return forged, nil
+}
+
+// sameLedgerBesides reports whether two ledgers differ at most in the rows
+// of round.
+func sameLedgerBesides(a, b workspace.Ledger, round int) bool {
+	others := func(l workspace.Ledger) []workspace.LedgerRow {
+		return slices.DeleteFunc(slices.Clone(l.Rows), func(r workspace.LedgerRow) bool { return r.Round == round })
+	}
+	ra, rb := others(a), others(b)
+	a.Rows, b.Rows = nil, nil
+	return reflect.DeepEqual(a, b) && slices.Equal(ra, rb)
 }
 
 // restoreGitState puts back the git machinery saved in dir and says what it

@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 var verdicts = map[string]v1alpha1.Verdict{
 	"clean-filter":       v1alpha1.VerdictComplianceFailed,
 	"edit-fixed-eval":    v1alpha1.VerdictComplianceFailed,
+	"forge-experiences":  v1alpha1.VerdictComplianceFailed,
+	"forge-results":      v1alpha1.VerdictComplianceFailed,
 	"fsmonitor":          v1alpha1.VerdictComplianceFailed,
 	"gitignore-hide":     v1alpha1.VerdictComplianceFailed,
 	"gitmodules":         v1alpha1.VerdictComplianceFailed,
