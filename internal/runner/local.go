@@ -61,6 +61,9 @@ type Local struct {
 	status v1alpha1.AutoResearchStatus
 	ws     *workspace.Workspace
 	out    *reporter
+	// toolEnv is the tool environment of training and evaluation, fixed
+	// when the run starts.
+	toolEnv []string
 }
 
 // Run runs the experiment until it finishes, fails, is suspended or is
@@ -82,7 +85,7 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}}
+	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
 	err := l.run(ctx)
 	return l.status, err
 }
@@ -374,7 +377,7 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	exit, err := Process{
 		Command: l.spec.Researcher.Command,
 		Dir:     l.ws.Dir,
-		Env: append(append(l.baseEnv(a.Round),
+		Env: append(append(append(l.baseEnv(a.Round), researcherToolEnv(l.ws.StateDir())...),
 			"AUTORESEARCH_PROMPT_FILE="+promptPath,
 			"AUTORESEARCH_EXPERIENCES="+l.ws.ExperiencesPath(),
 			"AUTORESEARCH_RESULT_FILE="+resultPath,
@@ -421,7 +424,7 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("train-%d.log", a.Sample))
 	}
 	limit := l.spec.Fixed.TimeLimit.Duration
-	env := append(l.baseEnv(a.Round), "AUTORESEARCH_TIME_LIMIT="+limit.String())
+	env := append(append(l.baseEnv(a.Round), l.toolEnv...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
 	if e := l.spec.EpochLimitString(); e != "" {
 		env = append(env, "AUTORESEARCH_EPOCH_LIMIT="+e)
 	}
@@ -457,7 +460,7 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("eval-%d.log", a.Sample))
 	}
 	exit, err := Process{
-		Command: l.spec.Eval.Command, Dir: l.ws.Dir, Env: append(l.baseEnv(a.Round), envVars(l.spec.Train.Env)...),
+		Command: l.spec.Eval.Command, Dir: l.ws.Dir, Env: append(append(l.baseEnv(a.Round), l.toolEnv...), envVars(l.spec.Train.Env)...),
 		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(),
 	}.Run(ctx)
 	if err != nil {

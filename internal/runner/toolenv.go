@@ -1,0 +1,47 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// The steps' tool environment. Go and Python read settings from files in
+// the user's home that a Researcher can write (go env -w, pip install
+// --user), and the fixed evaluation would then run under them. The
+// Researcher gets a Go environment file of the experiment's own; training
+// and evaluation read none, and get the settings the user's file held when
+// the run started, as variables.
+
+// researcherToolEnv points the Researcher's go env -w at a file in the
+// supervisor's state directory instead of the user's.
+func researcherToolEnv(stateDir string) []string {
+	return []string{"GOENV=" + filepath.Join(stateDir, "researcher-go.env")}
+}
+
+// measuredToolEnv is the tool environment of training and evaluation.
+func measuredToolEnv(ctx context.Context) []string {
+	env := []string{"GOENV=off", "PYTHONNOUSERSITE=1", "PYTHONSTARTUP="}
+	out, err := exec.CommandContext(ctx, "go", "env", "GOENV").Output()
+	if err != nil {
+		// No Go toolchain: no Go settings to carry over.
+		return env
+	}
+	data, err := os.ReadFile(strings.TrimSpace(string(out)))
+	if err != nil {
+		return env
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		key, value, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || key == "" || strings.HasPrefix(key, "#") {
+			continue
+		}
+		// As in go itself, a variable the user set wins over the file.
+		if _, set := os.LookupEnv(key); !set {
+			env = append(env, key+"="+value)
+		}
+	}
+	return env
+}

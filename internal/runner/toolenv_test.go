@@ -1,0 +1,40 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestMeasuredToolEnvCarriesTheUserSettings: training and evaluation read
+// no Go environment file, yet keep what the user's held at the start,
+// except where a variable already says otherwise.
+func TestMeasuredToolEnvCarriesTheUserSettings(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command")
+	}
+	file := filepath.Join(t.TempDir(), "env")
+	if err := os.WriteFile(file, []byte("GOPRIVATE=example.com/private\nGOPROXY=https://proxy.example\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOENV", file)
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOPRIVATE", "")
+	if err := os.Unsetenv("GOPRIVATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	env := measuredToolEnv(context.Background())
+
+	for _, want := range []string{"GOENV=off", "PYTHONNOUSERSITE=1", "GOPRIVATE=example.com/private"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("env %q lacks %s", env, want)
+		}
+	}
+	if slices.Contains(env, "GOPROXY=https://proxy.example") {
+		t.Errorf("env %q overrides the GOPROXY the user set", env)
+	}
+}
