@@ -75,6 +75,7 @@ func TestCRDRejectsBadProtocols(t *testing.T) {
 		"variable path escapes":        {set("variable.files", []any{"../other/train.py"}), "spec.variable.files[0]: Invalid value: \"../other/train.py\": must be a clean relative path"},
 		"time limit in words":          {set("fixed.timeLimit", "5min"), "spec.fixed.timeLimit: Invalid value"},
 		"time limit zero":              {set("fixed.timeLimit", "0s"), "spec.fixed.timeLimit: Invalid value"},
+		"time limit past a duration":   {set("fixed.timeLimit", "99999999999h"), `spec.fixed.timeLimit: Invalid value: "99999999999h": must be a duration from 1s to 168h`},
 		"researcher timeout in words":  {set("researcher.timeout", "soon"), "spec.researcher.timeout: Invalid value: \"soon\": must be a duration"},
 		"missing researcher command":   {set("researcher.command", nil), "spec.researcher.command: Required value"},
 		"empty train command":          {set("train.command", ""), "spec.train.command: Invalid value"},

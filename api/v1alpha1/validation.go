@@ -164,8 +164,8 @@ func (d NonNegativeDecimal) Validate(p *field.Path) field.ErrorList {
 
 // Validate checks the duration as its CRD rule does.
 func (d Duration) Validate(p *field.Path) field.ErrorList {
-	if d.Duration < time.Second {
-		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must be a duration of at least 1s such as 90s, 5m or 1h30m")}
+	if d.Duration < time.Second || d.Duration > MaxDuration {
+		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must be a duration from 1s to 168h such as 90s, 5m or 1h30m")}
 	}
 	return nil
 }

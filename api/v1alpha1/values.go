@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"encoding/json"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -20,11 +21,17 @@ type Decimal string
 // +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="must be a non-negative decimal number such as 0.001"
 type NonNegativeDecimal string
 
-// Duration is a length of time of at least one second, written as a Go
-// duration such as "90s", "5m" or "1h30m".
+// Duration is a length of time from one second to a week (MaxDuration),
+// written as a Go duration such as "90s", "5m" or "1h30m". The bound keeps
+// every deadline derived from it (twice it, plus a buffer) far from
+// overflowing; the length check comes first so that a number too large
+// for a duration is refused by the pattern, not by a conversion error.
 // +kubebuilder:validation:Type=string
-// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') && duration(self) >= duration('1s')",message="must be a duration of at least 1s such as 90s, 5m or 1h30m"
+// +kubebuilder:validation:XValidation:rule="size(self) <= 32 && self.matches('^([0-9]{1,9}([.][0-9]{1,9})?(ms|s|m|h))+$') && duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="must be a duration from 1s to 168h such as 90s, 5m or 1h30m"
 type Duration metav1.Duration
+
+// MaxDuration is the longest Duration the API accepts.
+const MaxDuration = 168 * time.Hour
 
 // MarshalJSON writes the duration as metav1.Duration does: "1h30m0s".
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }

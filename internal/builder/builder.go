@@ -189,5 +189,8 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"researcher timeout too low": {func(s *v1alpha1.AutoResearchSpec) {
 			s.Researcher.Timeout = &v1alpha1.Duration{Duration: time.Millisecond}
 		}, "spec.researcher.timeout"},
+		"time limit beyond a week": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Fixed.TimeLimit.Duration = 2000000 * time.Hour
+		}, "spec.fixed.timeLimit"},
 	}
 }
