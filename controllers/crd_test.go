@@ -167,6 +167,20 @@ func TestCRDFreezesTheMeasure(t *testing.T) {
 	}
 }
 
+// TestCRDRefusesALongName: a name whose children's names would pass 63
+// characters is refused at apply, and so by the local runner.
+func TestCRDRefusesALongName(t *testing.T) {
+	ns := newNamespace(t)
+	long := builder.MakeAutoResearch(strings.Repeat("a", 41), ns).Obj()
+	err := k8s.Create(context.Background(), long)
+	if err == nil || !strings.Contains(err.Error(), "metadata.name must be at most 40 characters") {
+		t.Errorf("error %v; want the 41-character name refused", err)
+	}
+	if err := k8s.Create(context.Background(), builder.MakeAutoResearch(strings.Repeat("a", 40), ns).Obj()); err != nil {
+		t.Errorf("a 40-character name: %v", err)
+	}
+}
+
 // TestCRDAcceptsNoFixedFiles: fixed.files is optional, and the rule that
 // keeps it apart from variable.files must hold without it.
 func TestCRDAcceptsNoFixedFiles(t *testing.T) {

@@ -891,6 +891,7 @@ type Usage struct {
 // +kubebuilder:printcolumn:name="Metric",type=string,JSONPath=`.spec.eval.metric`,priority=1
 // +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.currentRound.step`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters: the names of the experiment's pods and jobs (<name>-r<round>-researcher) add up to 19 more, within Kubernetes' 63"
 
 // AutoResearch runs an autonomous research loop on a repository.
 type AutoResearch struct {

@@ -107,3 +107,17 @@ func objectOf(t *testing.T, spec *v1alpha1.AutoResearchSpec) map[string]any {
 func mentions(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestValidateRefusesALongName: the CRD's rule on metadata.name holds
+// without an API server too.
+func TestValidateRefusesALongName(t *testing.T) {
+	obj := objectOf(t, builder.MakeAutoResearch("demo", "ns").SpecObj())
+	obj["metadata"].(map[string]any)["name"] = strings.Repeat("a", 41)
+	errs, err := Validate(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mentions(errs.ToAggregate(), "metadata.name must be at most 40 characters") {
+		t.Errorf("errors %v; want the long name refused", errs)
+	}
+}
