@@ -85,9 +85,10 @@ func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, bas
 // the repository's git machinery, then the ledger — as PrepareRound saved
 // them, and returns the Strategy the Researcher wrote into the ledger: the
 // ledger is the supervisor's, and the Strategy is all a Researcher adds to
-// it. What had to be undone of the git machinery is kept for
+// it. What had to be undone of the git machinery, and which ledger files
+// the Researcher changed beyond its Strategy row, are kept for
 // CheckCompliance. Called again for the same attempt, it returns the same
-// Strategy.
+// Strategy and keeps the same record.
 func FinishResearch(ctx context.Context, ws *workspace.Workspace, round int32, stateDir string) (string, error) {
 	dir := backupDir(stateDir, round)
 	if _, err := os.Stat(filepath.Join(dir, baseFile)); err != nil {
