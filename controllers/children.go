@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -267,13 +269,18 @@ func (b childBuilder) compliancePod(a round.Action) *corev1.Pod {
 	opts.AlsoWrite = path.Join(resultsMount, "compliance.json")
 	check := container(stepCompliance, b.image, steps.CheckArgs(projectBinary, opts))
 	check.VolumeMounts = append(check.VolumeMounts, corev1.VolumeMount{Name: volumeResults, MountPath: resultsMount})
-	parity := withTools(container("parity", b.trainImage(), steps.ExecArgs(steps.Binary, steps.ExecOptions{
+	parity := container("parity", b.trainImage(), steps.ExecArgs(steps.Binary, steps.ExecOptions{
 		Step: steps.StepParity, Round: a.Round, Workdir: b.experimentDir(), Timeout: s.EvalTimeout(),
 		Targets: s.KernelTargets, Python: "python3", ComplianceFile: opts.AlsoWrite,
-	})))
-	// Parity runs in the training environment: its image and its env.
+	}))
+	// Parity runs in the training environment, its image and its env, on
+	// the candidate as sealed, and sees nothing else of the workspace.
 	parity.Env = s.Train.Env
-	parity.VolumeMounts = append(parity.VolumeMounts, corev1.VolumeMount{Name: volumeResults, MountPath: resultsMount})
+	parity.VolumeMounts = []corev1.VolumeMount{
+		{Name: volumeWorkspace, MountPath: steps.WorktreeDir, SubPath: workspaceSubPath(filepath.ToSlash(supervisor.RunDir(steps.StateDir, a.Round, 0, supervisor.RunParity)))},
+		{Name: volumeResults, MountPath: resultsMount},
+	}
+	parity = withTools(parity)
 	spec := b.podSpec(parity)
 	b.toolsInit(&spec)
 	spec.InitContainers = append(spec.InitContainers, check)
@@ -322,7 +329,18 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 		}
 	}
 	opts.Command = []string{"/bin/sh", "-c", command}
-	c := withTools(container(step, image, steps.ExecArgs(steps.Binary, opts)))
+	if opts.LogPath == "" {
+		opts.LogPath = steps.LogPath(a.Round, step)
+	}
+	c := container(step, image, steps.ExecArgs(steps.Binary, opts))
+	// The step sees its own fresh checkout as the worktree and the round's
+	// logs, nothing else of the workspace: not the git directory, not the
+	// supervisor's state, not the Researcher's worktree.
+	c.VolumeMounts = []corev1.VolumeMount{
+		{Name: volumeWorkspace, MountPath: steps.WorktreeDir, SubPath: workspaceSubPath(b.runDir(a, step))},
+		{Name: volumeWorkspace, MountPath: path.Dir(opts.LogPath), SubPath: workspaceSubPath(path.Dir(opts.LogPath))},
+	}
+	c = withTools(c)
 	c.WorkingDir = b.experimentDir()
 	c.Env = s.Train.Env
 	c.Resources = *s.Train.Resources.DeepCopy()
@@ -339,6 +357,7 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 	}
 	spec := b.podSpec(c)
 	b.toolsInit(&spec)
+	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step))
 	spec.NodeSelector = s.Train.NodeSelector
 	spec.Tolerations = s.Train.Tolerations
 	if opts.FixedHashesFile != "" {
@@ -368,6 +387,29 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 	return job
 }
 
+// runDir is where the train or eval step of a checks out its code.
+func (b childBuilder) runDir(a round.Action, step string) string {
+	return filepath.ToSlash(supervisor.RunDir(steps.StateDir, a.Round, a.Sample, step))
+}
+
+// checkoutInit makes the step's fresh checkout of the action's code with
+// the operator's image, which has git; an evaluation's gets the training
+// outputs.
+func (b childBuilder) checkoutInit(a round.Action, step string) corev1.Container {
+	o := steps.CheckoutOptions{Worktree: b.worktree(), Commit: a.Code, Dest: b.runDir(a, step)}
+	if step == steps.StepEval {
+		o.Trained = path.Join(b.runDir(a, steps.StepTrain), string(b.ar.Spec.Source.Subdir))
+		o.Outputs = v1alpha1.Strings(b.ar.Spec.Train.Outputs)
+	}
+	return container("checkout", b.image, steps.CheckoutArgs(projectBinary, o))
+}
+
+// workspaceSubPath is a path under steps.WorkspaceMount as a subPath of
+// the workspace volume.
+func workspaceSubPath(p string) string {
+	return strings.TrimPrefix(p, steps.WorkspaceMount+"/")
+}
+
 // gitPod commits or rolls back the round and writes its ledger row.
 func (b childBuilder) gitPod(a round.Action) *corev1.Pod {
 	action := steps.GitRollback
@@ -375,7 +417,7 @@ func (b childBuilder) gitPod(a round.Action) *corev1.Pod {
 		action = steps.GitCommit
 	}
 	args := steps.GitArgs(projectBinary, steps.GitOptions{
-		Worktree: b.worktree(), Action: action, Base: a.BaseCommit, Message: a.Message, Ledger: *a.Ledger,
+		Worktree: b.worktree(), Action: action, Base: a.BaseCommit, Candidate: a.Code, Message: a.Message, Ledger: *a.Ledger,
 	})
 	return b.pod(childName(b.ar, a), a.Round, stepGit, b.podSpec(container(stepGit, b.image, args)))
 }

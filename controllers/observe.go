@@ -60,7 +60,7 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 			return tick, &stepFailure{name, "the compliance check ended without a result: " + podProblem(pod, err)}
 		}
 		obs.Kind = round.ObserveComplianceChecked
-		obs.Compliance = &round.ComplianceResult{Strategy: res.Strategy, Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange}
+		obs.Compliance = &round.ComplianceResult{Strategy: res.Strategy, Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange, Candidate: res.Candidate}
 	case round.ActionCommit, round.ActionRollback, round.ActionFinish:
 		var res steps.GitResult
 		if pod.Status.Phase != corev1.PodSucceeded {

@@ -19,8 +19,9 @@ const (
 // fixed and which may change, how to train and how the fixed evaluation
 // measures the result.
 // +kubebuilder:validation:XValidation:rule="!has(self.fixed.files) || !self.fixed.files.exists(f, f in self.variable.files)",message="a file cannot be both fixed and variable: remove it from fixed.files or variable.files"
+// +kubebuilder:validation:XValidation:rule="!has(self.train.outputs) || !self.train.outputs.exists(o, (has(self.fixed.files) && self.fixed.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))) || (has(self.variable.files) && self.variable.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))))",message="train.outputs may not hold or lie inside a fixed or variable file: the evaluation runs those as sealed, never as training left them"
 // +kubebuilder:validation:XValidation:rule="self.fixed == oldSelf.fixed",message="fixed cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
-// +kubebuilder:validation:XValidation:rule="self.train.command == oldSelf.train.command",message="train.command cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
+// +kubebuilder:validation:XValidation:rule="self.train.command == oldSelf.train.command && (has(self.train.outputs) ? self.train.outputs : []) == (has(oldSelf.train.outputs) ? oldSelf.train.outputs : [])",message="train.command and train.outputs cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
 // +kubebuilder:validation:XValidation:rule="self.eval.command == oldSelf.eval.command && self.eval.metric == oldSelf.eval.metric && self.eval.direction == oldSelf.eval.direction && has(self.eval.pattern) == has(oldSelf.eval.pattern) && (!has(self.eval.pattern) || self.eval.pattern == oldSelf.eval.pattern)",message="eval.command, eval.metric, eval.direction and eval.pattern cannot change once the experiment exists: they are the measure of every verdict; start a new experiment instead"
 // +kubebuilder:validation:XValidation:rule="has(self.baseline) == has(oldSelf.baseline) && (!has(self.baseline) || self.baseline == oldSelf.baseline)",message="baseline cannot change once the experiment exists; start a new experiment instead"
 // +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source && self.workspace == oldSelf.workspace",message="source and workspace cannot change once the experiment exists: the experiment's repository lives there; start a new experiment instead"
@@ -206,6 +207,17 @@ type TrainSpec struct {
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
 	Command string `json:"command,omitempty"`
+
+	// outputs are the paths, relative to the experiment directory, that
+	// training writes and the evaluation reads, such as a checkpoint
+	// directory. Training and evaluation each run in a fresh checkout of the
+	// candidate's sealed commit; these are the only files that pass from the
+	// one to the other. Anything else the evaluation reads it must make with
+	// fixed code (run the prepare step in the eval command too).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	Outputs []RelativePath `json:"outputs,omitempty"`
 
 	// image runs training in a cluster.
 	// +optional
@@ -722,6 +734,14 @@ type CandidateStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	Strategy string `json:"strategy,omitempty"`
+	// commit is the candidate as the supervisor sealed it after the
+	// Researcher, kept on refs/autoresearch/candidates/r<round>: training and
+	// evaluation run a fresh checkout of it, and an improved round commits
+	// exactly its files.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Commit string `json:"commit,omitempty"`
 	// compliance is the outcome of the compliance check, once known.
 	// +optional
 	Compliance ComplianceResult `json:"compliance,omitempty"`

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"path"
 	"reflect"
 	"regexp"
@@ -67,6 +68,14 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 		}
 	}
 	required(p.Child("train", "command"), s.Train.Command, "the command that trains a candidate")
+	errs = append(errs, validatePaths(p.Child("train", "outputs"), s.Train.Outputs)...)
+	for i, o := range s.Train.Outputs {
+		for _, f := range append(slices.Clone(s.Fixed.Files), s.Variable.Files...) {
+			if f == o || strings.HasPrefix(string(f), string(o)+"/") || strings.HasPrefix(string(o), string(f)+"/") {
+				errs = append(errs, field.Invalid(p.Child("train", "outputs").Index(i), o, fmt.Sprintf("overlaps %s, a fixed or variable file: the evaluation runs those as sealed, never as training left them", f)))
+			}
+		}
+	}
 	if g := s.Train.GPUs; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(p.Child("train", "gpus"), *g, "must not be negative"))
 	}
@@ -203,6 +212,7 @@ func (s *AutoResearchSpec) FrozenChanges(old *AutoResearchSpec) []string {
 	}{
 		{"spec.fixed", s.Fixed, old.Fixed},
 		{"spec.train.command", s.Train.Command, old.Train.Command},
+		{"spec.train.outputs", s.Train.Outputs, old.Train.Outputs},
 		{"spec.eval.command", s.Eval.Command, old.Eval.Command},
 		{"spec.eval.metric", s.Eval.Metric, old.Eval.Metric},
 		{"spec.eval.direction", s.Eval.Direction, old.Eval.Direction},

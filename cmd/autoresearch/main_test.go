@@ -41,7 +41,7 @@ spec:
   maxRounds: 1
   fixed: {files: [eval.sh], timeLimit: 10s}
   variable: {files: [train.sh]}
-  train: {command: "./train.sh"}
+  train: {command: "./train.sh", outputs: [out.txt]}
   eval: {metric: score, direction: maximize, command: "./eval.sh"}
   researcher:
     command: "sed -i s/SCORE=10/SCORE=20/ train.sh && echo '| 1 |  |  |  | double SCORE |  |  |' >> $AUTORESEARCH_EXPERIENCES"

@@ -19,10 +19,10 @@ import (
 func newWorkspaceCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workspace",
-		Short: "The supervisor's steps on the workspace volume, as the operator runs them in pods: init, prepare, check, commit, rollback, finish",
+		Short: "The supervisor's steps on the workspace volume, as the operator runs them in pods: init, prepare, check, checkout, commit, rollback, finish",
 	}
 	cmd.AddCommand(newWorkspaceInitCommand(), newWorkspacePrepareCommand(), newWorkspaceCheckCommand(),
-		newWorkspaceGitCommand(steps.GitCommit), newWorkspaceGitCommand(steps.GitRollback), newWorkspaceFinishCommand())
+		newWorkspaceGitCommand(steps.GitCommit), newWorkspaceGitCommand(steps.GitRollback), newWorkspaceCheckoutCommand(), newWorkspaceFinishCommand())
 	return cmd
 }
 
@@ -196,6 +196,12 @@ func newWorkspaceCheckCommand() *cobra.Command {
 				return err
 			}
 			res.Strategy = strategy
+			if len(spec.KernelTargets) > 0 && res.Violation == "" && !res.NoChange {
+				// The parity check runs the candidate as sealed.
+				if _, err := supervisor.PrepareRun(cmd.Context(), ws, res.Candidate, supervisor.RunDir(stateDir, round, 0, supervisor.RunParity), "", nil); err != nil {
+					return err
+				}
+			}
 			for _, p := range []string{alsoWrite, result} {
 				if p == "" {
 					continue
@@ -243,10 +249,11 @@ func readSpec(inline, file string) (*v1alpha1.AutoResearchSpec, error) {
 
 func newWorkspaceGitCommand(action string) *cobra.Command {
 	var (
-		f       ledgerStepFlags
-		base    string
-		message string
-		result  string
+		f         ledgerStepFlags
+		base      string
+		candidate string
+		message   string
+		result    string
 	)
 	cmd := &cobra.Command{
 		Use:   action + " --name NAME --base SHA --ledger JSON",
@@ -257,7 +264,7 @@ func newWorkspaceGitCommand(action string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			commit, err := supervisor.GitStep(cmd.Context(), ws, action, base, message, *u)
+			commit, err := supervisor.GitStep(cmd.Context(), ws, action, base, candidate, message, *u)
 			if err != nil {
 				return err
 			}
@@ -272,9 +279,42 @@ func newWorkspaceGitCommand(action string) *cobra.Command {
 	cmd.Flags().StringVar(&result, "result", steps.TerminationMessagePath, "where the JSON result goes")
 	if action == steps.GitCommit {
 		cmd.Flags().StringVar(&message, "message", "", "the commit message")
+		cmd.Flags().StringVar(&candidate, "candidate", "", "the round's sealed candidate, whose files the commit holds")
 		_ = cmd.MarkFlagRequired("message")
+		_ = cmd.MarkFlagRequired("candidate")
 	}
 	_ = cmd.MarkFlagRequired("base")
+	return cmd
+}
+
+func newWorkspaceCheckoutCommand() *cobra.Command {
+	var (
+		wt                    worktreeFlags
+		commit, dest, trained string
+		outputs               []string
+	)
+	cmd := &cobra.Command{
+		Use:   "checkout --name NAME --commit SHA --dest DIR [--trained DIR --output PATH...]",
+		Short: "Make the fresh checkout of a commit that a training or evaluation step runs in; an evaluation's gets the training outputs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, err := wt.open()
+			if err != nil {
+				return err
+			}
+			_, err = supervisor.PrepareRun(cmd.Context(), ws, commit, dest, trained, outputs)
+			return err
+		},
+	}
+	wt.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&commit, "commit", "", "the code to check out")
+	fl.StringVar(&dest, "dest", "", "the checkout, emptied first")
+	fl.StringVar(&trained, "trained", "", "the experiment directory of the training checkout, for an evaluation")
+	fl.StringArrayVar(&outputs, "output", nil, "a training output to copy from --trained, relative to the experiment directory")
+	for _, name := range []string{"commit", "dest"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
 	return cmd
 }
 

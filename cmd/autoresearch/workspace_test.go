@@ -57,6 +57,18 @@ var toySpec = v1alpha1.AutoResearchSpec{
 // TestWorkspaceStepsThroughTheBuilders runs a baseline and two rounds, one
 // kept and one that changes a fixed file, with the command lines the
 // operator builds, each step twice where a pod may run again.
+// assertCommittedAsSealed checks that a kept round made two commits on
+// start, its code exactly as candidate was sealed and then its ledger, and
+// that the git step's result is HEAD.
+func assertCommittedAsSealed(t *testing.T, dir, start, candidate, result string) {
+	t.Helper()
+	n := testGit(t, dir, "rev-list", "--count", start+"..HEAD")
+	diff := testGit(t, dir, "diff", "--name-only", candidate, "HEAD~1")
+	if n != "2" || diff != "" || result != testGit(t, dir, "rev-parse", "HEAD") {
+		t.Errorf("%s commits after the start, differing from the candidate in %q, and result %s: want the round's code, as sealed, and ledger commits, at HEAD", n, diff, result)
+	}
+}
+
 func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	v := newVolume(t)
 	run := func(argv []string) {
@@ -99,7 +111,8 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	var compliance, shared steps.ComplianceResult
 	decodeResult(t, check.ResultPath, &compliance)
 	decodeResult(t, check.AlsoWrite, &shared)
-	if diff := cmp.Diff(steps.ComplianceResult{Strategy: "double SCORE"}, compliance); diff != "" {
+	candidate := testGit(t, v.wt.Dir, "rev-parse", "refs/autoresearch/candidates/toy/r1")
+	if diff := cmp.Diff(steps.ComplianceResult{Strategy: "double SCORE", Candidate: candidate}, compliance); diff != "" {
 		t.Errorf("round 1 compliance (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(compliance, shared); diff != "" {
@@ -107,7 +120,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	}
 
 	commit := steps.GitOptions{
-		Worktree: v.wt, Action: steps.GitCommit, Base: start, Message: "autoresearch: round 1 — score=20 (improved)",
+		Worktree: v.wt, Action: steps.GitCommit, Base: start, Candidate: candidate, Message: "autoresearch: round 1 — score=20 (improved)",
 		Ledger: steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 1, MaxRounds: 2, Status: "running", MemoryGB: "0.5",
 			Round: &steps.LedgerRound{Round: 1, Strategy: "double SCORE", Compliance: "✅", Value: "20", Verdict: string(v1alpha1.VerdictImproved)}},
 		ResultPath: v.result("commit"),
@@ -117,9 +130,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 		run(steps.GitArgs(steps.Binary, commit))
 		decodeResult(t, commit.ResultPath, &committed)
 	}
-	if n := testGit(t, v.wt.Dir, "rev-list", "--count", start+"..HEAD"); n != "1" || committed.Commit != testGit(t, v.wt.Dir, "rev-parse", "HEAD") {
-		t.Errorf("%s commits after the start and result %+v, want one commit, at HEAD", n, committed)
-	}
+	assertCommittedAsSealed(t, v.wt.Dir, start, candidate, committed.Commit)
 
 	// Round 2: the Researcher edits the fixed evaluation; the spec comes from a file.
 	prepare = steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 2, Base: committed.Commit}
@@ -143,7 +154,8 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	header := steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 2, MaxRounds: 2, Status: "running"}
 	rollback := steps.GitOptions{
 		Worktree: v.wt, Action: steps.GitRollback, Base: committed.Commit,
-		Ledger:     withRow(header, steps.LedgerRound{Round: 2, Strategy: "edit the evaluation", Compliance: "❌ files: " + compliance.Violation, Verdict: string(v1alpha1.VerdictComplianceFailed)}),
+		Ledger: withRow(header, steps.LedgerRound{Round: 2, Strategy: "edit the evaluation", Compliance: "❌ files: " + compliance.Violation,
+			Verdict: string(v1alpha1.VerdictComplianceFailed), Commit: compliance.Candidate}),
 		ResultPath: v.result("rollback"),
 	}
 	var rolledBack steps.GitResult
@@ -186,8 +198,8 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	wantTSV := []string{
 		"commit\tscore\tmemory_gb\tstatus\tdescription",
 		start[:7] + "\t10.000000\t0.0\tkeep\tbaseline",
-		committed.Commit[:7] + "\t20.000000\t0.5\tkeep\tdouble SCORE",
-		committed.Commit[:7] + "\t0.000000\t0.0\tdiscard\tedit the evaluation [compliance_failed]",
+		testGit(t, v.wt.Dir, "rev-parse", "--short=7", committed.Commit+"~1") + "\t20.000000\t0.5\tkeep\tdouble SCORE",
+		testGit(t, v.wt.Dir, "rev-parse", "--short=7", "refs/autoresearch/candidates/toy/r2") + "\t0.000000\t0.0\tdiscard\tedit the evaluation [compliance_failed]",
 	}
 	if diff := cmp.Diff(wantTSV, tsv); diff != "" {
 		t.Errorf("results.tsv (-want +got):\n%s", diff)

@@ -1,6 +1,7 @@
 package round
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -39,14 +40,17 @@ func CurrentAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchSta
 	case v1alpha1.StepTrain:
 		a.Type = ActionRunTrain
 		a.Sample = sample(st)
+		a.Code = cmp.Or(cr.Candidates[0].Commit, cr.BaseCommit)
 	case v1alpha1.StepEval:
 		a.Type = ActionRunEval
 		a.Sample = sample(st)
+		a.Code = cmp.Or(cr.Candidates[0].Commit, cr.BaseCommit)
 	case v1alpha1.StepGit:
 		c := &cr.Candidates[0]
 		a.Type = ActionRollback
 		if c.Verdict == v1alpha1.VerdictImproved {
 			a.Type = ActionCommit
+			a.Code = cmp.Or(c.Commit, cr.BaseCommit)
 			a.Message = fmt.Sprintf("autoresearch: round %d — %s=%s (improved)", cr.Number, spec.Eval.Metric, c.Value)
 		}
 		a.Ledger = roundLedger(spec, st, c)

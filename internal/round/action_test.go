@@ -29,7 +29,7 @@ func TestCurrentAction(t *testing.T) {
 				d.next(trained(0))
 				d.next(evaluated(0, "1.0"))
 			},
-			want: &Action{Type: ActionRunTrain, Round: 0, Sample: 2, BaseCommit: startCommit},
+			want: &Action{Type: ActionRunTrain, Round: 0, Sample: 2, BaseCommit: startCommit, Code: startCommit},
 		},
 		"first round's Researcher writes the baseline's row": {
 			setup: func(d *driver) { d.start() },
@@ -52,7 +52,7 @@ func TestCurrentAction(t *testing.T) {
 				d.round("1.1")
 				d.evaluate("0.9")
 			},
-			want: &Action{Type: ActionCommit, Round: 2, BaseCommit: startCommit, Message: "autoresearch: round 2 — val_bpb=0.9 (improved)",
+			want: &Action{Type: ActionCommit, Round: 2, BaseCommit: startCommit, Code: startCommit, Message: "autoresearch: round 2 — val_bpb=0.9 (improved)",
 				Ledger: &steps.LedgerUpdate{
 					Metric: "val_bpb", Best: "0.9", BestRound: 2, Rounds: 2, MaxRounds: 10, Status: "running",
 					Round: &steps.LedgerRound{Round: 2, Strategy: "strategy 2", Compliance: "✅", Value: "0.9", Verdict: "improved",

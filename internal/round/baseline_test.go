@@ -46,7 +46,7 @@ func TestNextBaseline(t *testing.T) {
 		"trained sample is evaluated": {
 			setup:       samples(),
 			obs:         trained(0),
-			wantActions: []Action{{Type: ActionRunEval, Round: 0, Sample: 1, BaseCommit: startCommit}},
+			wantActions: []Action{{Type: ActionRunEval, Round: 0, Sample: 1, BaseCommit: startCommit, Code: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseBaseline, Message: "measuring the baseline",
 				Baseline: &v1alpha1.BaselineResult{}, Failed: notFailed,
@@ -73,7 +73,7 @@ func TestNextBaseline(t *testing.T) {
 			spec:        runs(3),
 			setup:       sampleTrained(),
 			obs:         evaluated(0, "0.99"),
-			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 2, BaseCommit: startCommit}},
+			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 2, BaseCommit: startCommit, Code: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseBaseline, Message: "measuring the baseline",
 				Baseline: &v1alpha1.BaselineResult{Values: []string{"0.99"}}, Failed: notFailed,
@@ -83,7 +83,7 @@ func TestNextBaseline(t *testing.T) {
 			spec:        runs(3),
 			setup:       samples("0.99"),
 			obs:         trained(0),
-			wantActions: []Action{{Type: ActionRunEval, Round: 0, Sample: 2, BaseCommit: startCommit}},
+			wantActions: []Action{{Type: ActionRunEval, Round: 0, Sample: 2, BaseCommit: startCommit, Code: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseBaseline, Message: "measuring the baseline",
 				Baseline: &v1alpha1.BaselineResult{Values: []string{"0.99"}}, Failed: notFailed,

@@ -49,7 +49,7 @@ func TestNextStart(t *testing.T) {
 		"ready workspace measures the baseline in round 0": {
 			setup:       func(d *driver) { d.next(tick()) },
 			obs:         workspaceReady(),
-			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 1, BaseCommit: startCommit}},
+			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 1, BaseCommit: startCommit, Code: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseBaseline, Message: "measuring the baseline", Step: v1alpha1.StepTrain,
 				Workspace: workspace, Baseline: &v1alpha1.BaselineResult{},

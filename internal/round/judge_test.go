@@ -37,7 +37,7 @@ func TestNextVerdicts(t *testing.T) {
 	}
 	rollback := []Action{{Type: ActionRollback, Round: 1, BaseCommit: startCommit}}
 	commit := func(msg string) []Action {
-		return []Action{{Type: ActionCommit, Round: 1, BaseCommit: startCommit, Message: msg}}
+		return []Action{{Type: ActionCommit, Round: 1, BaseCommit: startCommit, Code: startCommit, Message: msg}}
 	}
 	cases := map[string]struct {
 		spec  func(*v1alpha1.AutoResearchSpec)
@@ -69,7 +69,15 @@ func TestNextVerdicts(t *testing.T) {
 			obs:   compliant(1),
 			want: view{
 				Strategy: "strategy 1", Compliance: "✅",
-				Actions: []Action{{Type: ActionRunTrain, Round: 1, BaseCommit: startCommit}},
+				Actions: []Action{{Type: ActionRunTrain, Round: 1, BaseCommit: startCommit, Code: startCommit}},
+			},
+		},
+		"the sealed candidate is what is trained": {
+			setup: at(v1alpha1.StepCompliance),
+			obs:   compliance(1, ComplianceResult{Candidate: "c0ffee"}),
+			want: view{
+				Strategy: "strategy 1", Compliance: "✅",
+				Actions: []Action{{Type: ActionRunTrain, Round: 1, BaseCommit: startCommit, Code: "c0ffee"}},
 			},
 		},
 		"file violation is rolled back without training": {
@@ -109,7 +117,7 @@ func TestNextVerdicts(t *testing.T) {
 			obs:   trained(1),
 			want: view{
 				Strategy: "strategy 1", Compliance: "✅",
-				Actions: []Action{{Type: ActionRunEval, Round: 1, BaseCommit: startCommit}},
+				Actions: []Action{{Type: ActionRunEval, Round: 1, BaseCommit: startCommit, Code: startCommit}},
 			},
 		},
 		"training crash": {

@@ -23,8 +23,9 @@ func roundRecord(cr *v1alpha1.RoundStatus, c *v1alpha1.CandidateStatus) v1alpha1
 }
 
 // roundLedger is the row of the round whose git step is starting, with the
-// header as it will stand after the round. The row's commit is left empty:
-// the git step fills in the commit HEAD is on after it.
+// header as it will stand after the round. The row's commit is the sealed
+// candidate of a round that is not kept, which its candidate ref keeps; for
+// a kept round it is left empty: the git step fills in the commit it makes.
 func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, c *v1alpha1.CandidateStatus) *steps.LedgerUpdate {
 	cr := st.CurrentRound
 	after := st.DeepCopy()
@@ -33,7 +34,11 @@ func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatu
 		after.Best = &v1alpha1.BestResult{Round: cr.Number, Value: c.Value}
 	}
 	rec := roundRecord(cr, c)
-	return ledgerUpdate(spec, after, ledgerRunning, &rec, c.MemoryGB)
+	u := ledgerUpdate(spec, after, ledgerRunning, &rec, c.MemoryGB)
+	if c.Verdict != v1alpha1.VerdictImproved {
+		u.Round.Commit = c.Commit
+	}
+	return u
 }
 
 // baselineLedger is the baseline's row 0, which the first round's

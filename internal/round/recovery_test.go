@@ -67,7 +67,7 @@ func TestNextSuspend(t *testing.T) {
 			spec:        func(s *v1alpha1.AutoResearchSpec) { s.Baseline = nil },
 			setup:       steps(feed(tick()), suspend(true), feed(workspaceReady()), suspend(false)),
 			obs:         tick(),
-			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 1, BaseCommit: startCommit}},
+			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 1, BaseCommit: startCommit, Code: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseBaseline, Message: "resumed at R0 Train",
 				Step: v1alpha1.StepTrain, StepState: v1alpha1.StepStateRunning, Strategy: "baseline", Conditions: runningConds,
@@ -193,7 +193,7 @@ func TestNextResume(t *testing.T) {
 				d.next(evaluated(0, "0.99"))
 				d.next(trained(0))
 			},
-			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 2, BaseCommit: startCommit}},
+			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 2, BaseCommit: startCommit, Code: startCommit}},
 			want:        view{Phase: v1alpha1.PhaseBaseline, Message: "measuring the baseline", Step: v1alpha1.StepTrain, StepState: v1alpha1.StepStateRunning},
 		},
 		"interrupted commit is redone": {
@@ -201,7 +201,7 @@ func TestNextResume(t *testing.T) {
 				d.start()
 				d.evaluate("0.9")
 			},
-			wantActions: []Action{{Type: ActionCommit, Round: 1, BaseCommit: startCommit, Message: "autoresearch: round 1 — val_bpb=0.9 (improved)"}},
+			wantActions: []Action{{Type: ActionCommit, Round: 1, BaseCommit: startCommit, Code: startCommit, Message: "autoresearch: round 1 — val_bpb=0.9 (improved)"}},
 			want: view{
 				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline",
 				Step: v1alpha1.StepGit, StepState: v1alpha1.StepStateRunning, Verdict: v1alpha1.VerdictImproved,

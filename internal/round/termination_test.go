@@ -315,7 +315,7 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 				maxRounds(2),
 			},
 			obs:         tick(),
-			wantActions: []Action{{Type: ActionRunTrain, Round: 3, BaseCommit: startCommit}},
+			wantActions: []Action{{Type: ActionRunTrain, Round: 3, BaseCommit: startCommit, Code: startCommit}},
 			want: view{
 				Phase: v1alpha1.PhaseRunning, Round: 3, Message: "R2: val_bpb=1.2 — not_improved",
 				Succeeded: map[string]string{"Succeeded": "False/NotFinished"},

@@ -56,6 +56,10 @@ type Action struct {
 	Sample int32
 	// BaseCommit is the commit the round started from.
 	BaseCommit string
+	// Code is the commit whose files RunTrain and RunEval run, each in a
+	// fresh checkout, and whose files Commit commits: the candidate as
+	// sealed, or BaseCommit for the baseline.
+	Code string
 	// Prompt is what the Researcher's prompt is made from; set on
 	// RunResearcher.
 	Prompt *prompt.Data
@@ -157,6 +161,9 @@ type ComplianceResult struct {
 	// NoChange says that the candidate changed no file: there is nothing
 	// to train or evaluate.
 	NoChange bool
+	// Candidate is the commit the supervisor sealed the candidate as, before
+	// it checked it.
+	Candidate string
 }
 
 // TrainResult is how training ended.

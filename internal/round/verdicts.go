@@ -38,6 +38,7 @@ func (e *engine) researcherFinished(r ResearcherResult) {
 
 func (e *engine) complianceChecked(r ComplianceResult) {
 	c := e.candidate()
+	c.Commit = r.Candidate
 	if c.Strategy == "" && r.Strategy != "" {
 		c.Strategy = r.Strategy
 		e.setTask(v1alpha1.StepResearcher, "%s", r.Strategy)

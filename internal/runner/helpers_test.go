@@ -122,6 +122,7 @@ spec:
     files: [train.sh]
   train:
     command: "./prepare.sh && ./train.sh"
+    outputs: [out.txt]
   eval:
     metric: score
     direction: maximize

@@ -410,11 +410,18 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 	if err != nil {
 		return nil, err
 	}
-	if err := supervisor.CheckParity(ctx, &res, l.opts.Python, l.ws.Dir, l.spec.KernelTargets); err != nil {
-		return nil, err
+	if len(l.spec.KernelTargets) > 0 && res.Violation == "" && !res.NoChange {
+		// The parity check runs the candidate as sealed.
+		dir, err := supervisor.PrepareRun(ctx, l.ws, res.Candidate, supervisor.RunDir(l.ws.StateDir(), a.Round, 0, supervisor.RunParity), "", nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := supervisor.CheckParity(ctx, &res, l.opts.Python, dir, l.spec.KernelTargets); err != nil {
+			return nil, err
+		}
 	}
 	return &round.Observation{Kind: round.ObserveComplianceChecked, Round: a.Round, Compliance: &round.ComplianceResult{
-		Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange,
+		Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange, Candidate: res.Candidate,
 	}}, nil
 }
 
@@ -423,13 +430,17 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 	if a.Sample > 0 {
 		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("train-%d.log", a.Sample))
 	}
+	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain), "", nil)
+	if err != nil {
+		return nil, err
+	}
 	limit := l.spec.Fixed.TimeLimit.Duration
 	env := append(append(l.baseEnv(a.Round), l.toolEnv...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
 	if e := l.spec.EpochLimitString(); e != "" {
 		env = append(env, "AUTORESEARCH_EPOCH_LIMIT="+e)
 	}
 	exit, err := Process{
-		Command: l.spec.Train.Command, Dir: l.ws.Dir, Env: append(env, envVars(l.spec.Train.Env)...),
+		Command: l.spec.Train.Command, Dir: dir, Env: append(env, envVars(l.spec.Train.Env)...),
 		Timeout: limit + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(),
 	}.Run(ctx)
 	if err != nil {
@@ -447,7 +458,13 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 
 func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation, error) {
 	obs := &round.Observation{Kind: round.ObserveEvalFinished, Round: a.Round, Eval: &round.EvalResult{}}
-	changed, err := supervisor.ChangedFixedFiles(l.ws.Dir, steps.HashMap(l.status.Workspace.FixedFileHashes))
+	trained := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain)
+	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunEval),
+		filepath.Join(trained, filepath.FromSlash(l.ws.Subdir)), v1alpha1.Strings(l.spec.Train.Outputs))
+	if err != nil {
+		return nil, err
+	}
+	changed, err := supervisor.ChangedFixedFiles(dir, steps.HashMap(l.status.Workspace.FixedFileHashes))
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +477,7 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("eval-%d.log", a.Sample))
 	}
 	exit, err := Process{
-		Command: l.spec.Eval.Command, Dir: l.ws.Dir, Env: append(append(l.baseEnv(a.Round), l.toolEnv...), envVars(l.spec.Train.Env)...),
+		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(l.baseEnv(a.Round), l.toolEnv...), envVars(l.spec.Train.Env)...),
 		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(),
 	}.Run(ctx)
 	if err != nil {
@@ -484,7 +501,7 @@ func (l *Local) gitStep(ctx context.Context, a round.Action) (*round.Observation
 	if a.Type == round.ActionCommit {
 		action, kind = steps.GitCommit, round.ObserveCommitted
 	}
-	commit, err := supervisor.GitStep(ctx, l.ws, action, a.BaseCommit, a.Message, *a.Ledger)
+	commit, err := supervisor.GitStep(ctx, l.ws, action, a.BaseCommit, a.Code, a.Message, *a.Ledger)
 	if err != nil {
 		return nil, err
 	}

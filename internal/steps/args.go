@@ -217,6 +217,8 @@ type GitOptions struct {
 	Action string
 	// Base is the commit the round started from.
 	Base string
+	// Candidate is the round's sealed commit, which GitCommit commits.
+	Candidate string
 	// Message is the commit message.
 	Message    string
 	Ledger     LedgerUpdate
@@ -228,10 +230,35 @@ func GitArgs(binary string, o GitOptions) []string {
 	args := append([]string{binary, "workspace", o.Action}, o.Worktree.args()...)
 	return append(args, flags(
 		"base", o.Base,
+		"candidate", o.Candidate,
 		"message", o.Message,
 		"ledger", mustJSON(o.Ledger),
 		"result", o.ResultPath,
 	)...)
+}
+
+// CheckoutOptions are the flags of `autoresearch workspace checkout`, which
+// makes the fresh checkout a training or evaluation pod runs in.
+type CheckoutOptions struct {
+	Worktree
+	// Commit is the code to check out.
+	Commit string
+	// Dest is the checkout, emptied first.
+	Dest string
+	// Trained is the experiment directory of the training checkout whose
+	// Outputs an evaluation's checkout gets; empty for training.
+	Trained string
+	Outputs []string
+}
+
+// CheckoutArgs is the command line of `autoresearch workspace checkout`.
+func CheckoutArgs(binary string, o CheckoutOptions) []string {
+	args := append([]string{binary, "workspace", "checkout"}, o.Worktree.args()...)
+	args = append(args, flags("commit", o.Commit, "dest", o.Dest, "trained", o.Trained)...)
+	for _, out := range o.Outputs {
+		args = append(args, "--output="+out)
+	}
+	return args
 }
 
 // FinishOptions are the flags of `autoresearch workspace finish`, which

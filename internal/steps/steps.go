@@ -27,7 +27,8 @@ const (
 	WorktreeDir = WorkspaceMount + "/worktree"
 	// LogsDir keeps every step's full log, out of the Researcher's reach.
 	LogsDir = WorkspaceMount + "/logs"
-	// StateDir keeps the supervisor's files, such as the ledger backup.
+	// StateDir keeps the supervisor's files, such as the ledger backup, and
+	// the checkouts training and evaluation run in.
 	StateDir = WorkspaceMount + "/state"
 	// ToolsMount is where an init container copies the autoresearch binary
 	// into pods that run a user's image.
@@ -92,6 +93,8 @@ type ComplianceResult struct {
 	Advisory  string `json:"advisory,omitempty"`
 	// NoChange says that the candidate changed no file.
 	NoChange bool `json:"noChange,omitempty"`
+	// Candidate is the commit the candidate was sealed as.
+	Candidate string `json:"candidate,omitempty"`
 }
 
 // GitResult is written by `autoresearch workspace commit|rollback`.

@@ -12,9 +12,11 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
-// CheckCompliance judges the files round changed since base against the
-// protocol: fixed files untouched, only variable files (and the helper files
-// that kept rounds added since start) changed. In profile-first mode it also
+// CheckCompliance seals the candidate of round (Workspace.Seal) and judges
+// the files it changed since base against the protocol: fixed files
+// untouched, only variable files (and the helper files that kept rounds
+// added since start) changed. The result names the sealed commit, which is
+// all that training, evaluation and the git step use of the candidate. In profile-first mode it also
 // adds the seed's Step 2.5 advisory when the profile artifacts are missing.
 // Kernel parity is CheckParity's. A Researcher that changed git itself or
 // the ledger beyond its Strategy row (FinishResearch undid both) fails; one
@@ -27,7 +29,14 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 		return steps.ComplianceResult{}, err
 	}
 	variable := append(v1alpha1.Strings(spec.Variable.Files), helpers...)
-	report, err := ws.CheckCompliance(ctx, base, v1alpha1.Strings(spec.Fixed.Files), variable)
+	candidate, err := ws.Seal(ctx, round, base)
+	if err != nil {
+		return steps.ComplianceResult{}, err
+	}
+	if err := keepCandidateRef(ws, stateDir, round, candidate); err != nil {
+		return steps.ComplianceResult{}, err
+	}
+	report, err := ws.CheckCompliance(ctx, base, candidate, v1alpha1.Strings(spec.Fixed.Files), variable)
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}
@@ -35,7 +44,7 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}
-	var res steps.ComplianceResult
+	res := steps.ComplianceResult{Candidate: candidate}
 	switch {
 	case tampered != "":
 		res.Violation = tampered

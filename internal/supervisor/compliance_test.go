@@ -63,10 +63,7 @@ func TestCheckCompliance(t *testing.T) {
 			base := res.StartCommit
 			if tc.kept != nil {
 				writeFiles(t, ws.Dir, tc.kept)
-				var err error
-				if base, err = ws.Commit(ctx, "a kept round"); err != nil {
-					t.Fatal(err)
-				}
+				base = keep(t, ws, 1, base, "a kept round")
 			}
 			writeFiles(t, ws.Dir, tc.edit)
 
@@ -80,6 +77,10 @@ func TestCheckCompliance(t *testing.T) {
 				}
 				got.Violation = ""
 			}
+			if got.Candidate != git(t, ws.Root, "rev-parse", ws.CandidateRef(1)) {
+				t.Errorf("candidate = %q, want the commit %s points at", got.Candidate, ws.CandidateRef(1))
+			}
+			got.Candidate = ""
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}

@@ -60,3 +60,19 @@ func appendFile(t *testing.T, p, text string) {
 		t.Fatal(err)
 	}
 }
+
+// keep seals the worktree as round's candidate on base and commits it, as
+// a kept round does, and returns the commit.
+func keep(t *testing.T, ws *workspace.Workspace, round int32, base, message string) string {
+	t.Helper()
+	ctx := context.Background()
+	cand, err := ws.Seal(ctx, round, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit, err := ws.CommitCandidate(ctx, base, cand, message)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return commit
+}

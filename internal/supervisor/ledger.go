@@ -10,27 +10,40 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
-// GitStep ends a round: it commits the candidate, which started at base,
-// with message (action steps.GitCommit) or rolls the worktree back to base
-// keeping the ledger (steps.GitRollback), then records the round's ledger
-// row. Both are safe to repeat: a commit made before an interruption (HEAD
-// has moved past base) is not made twice. It returns the commit HEAD is on.
-func GitStep(ctx context.Context, ws *workspace.Workspace, action, base, message string, ledger steps.LedgerUpdate) (string, error) {
-	commit, err := gitStep(ctx, ws, action, base, message)
+// GitStep ends a round: it commits exactly the files of candidate, the
+// round's sealed commit on base, with message (action steps.GitCommit), or
+// rolls the worktree back to base keeping the ledger (steps.GitRollback),
+// then records the round's ledger row; a kept round's ledger is committed
+// on top of its code. Nothing is taken from the worktree, which a process
+// of the round may have changed since the candidate was sealed. Both are
+// safe to repeat: a commit made before an interruption (HEAD has moved past
+// base) is not made twice. It returns the commit HEAD is on.
+func GitStep(ctx context.Context, ws *workspace.Workspace, action, base, candidate, message string, ledger steps.LedgerUpdate) (string, error) {
+	commit, err := gitStep(ctx, ws, action, base, candidate, message)
 	if err != nil {
 		return "", err
 	}
-	return commit, Record(ctx, ws, ledger)
+	if err := Record(ctx, ws, ledger); err != nil || action != steps.GitCommit {
+		return commit, err
+	}
+	msg := "autoresearch: ledger"
+	if ledger.Round != nil {
+		msg = fmt.Sprintf("autoresearch: ledger of round %d", ledger.Round.Round)
+	}
+	if _, err := ws.CommitLedger(ctx, msg); err != nil {
+		return "", err
+	}
+	return ws.Head(ctx)
 }
 
-func gitStep(ctx context.Context, ws *workspace.Workspace, action, base, message string) (string, error) {
+func gitStep(ctx context.Context, ws *workspace.Workspace, action, base, candidate, message string) (string, error) {
 	switch action {
 	case steps.GitCommit:
 		head, err := ws.Head(ctx)
 		if err != nil || head != base {
 			return head, err
 		}
-		return ws.Commit(ctx, message)
+		return ws.CommitCandidate(ctx, base, candidate, message)
 	case steps.GitRollback:
 		if err := ws.Rollback(ctx, base); err != nil {
 			return "", err

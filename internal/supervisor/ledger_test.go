@@ -95,31 +95,51 @@ func TestRecordWithoutARoundWritesTheHeader(t *testing.T) {
 	}
 }
 
-func TestGitStepIsNotMadeTwice(t *testing.T) {
+func TestGitStepCommitsTheSealedCandidateOnce(t *testing.T) {
 	ctx := context.Background()
 	ws, res := newWorkspace(t)
 	writeFiles(t, ws.Dir, map[string]string{"train.sh": "#!/bin/sh\nSCORE=20\n"})
-	u := steps.LedgerUpdate{Metric: "score", Rounds: 1, MaxRounds: 2, Status: "running", Round: &steps.LedgerRound{Round: 1, Value: "20", Verdict: "improved"}}
-	first, err := GitStep(ctx, ws, steps.GitCommit, res.StartCommit, "round 1", u)
+	cand, err := ws.Seal(ctx, 1, res.StartCommit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first == res.StartCommit {
-		t.Fatal("no commit was made")
+	// A process left running after the seal edits the fixed evaluation and
+	// plants a file; neither may reach the commit.
+	writeFiles(t, ws.Dir, map[string]string{"eval.sh": "#!/bin/sh\necho score: 99\n", "planted.sh": "#!/bin/sh\n"})
+	u := steps.LedgerUpdate{Metric: "score", Rounds: 1, MaxRounds: 2, Status: "running", Round: &steps.LedgerRound{Round: 1, Value: "20", Verdict: "improved"}}
+	first, err := GitStep(ctx, ws, steps.GitCommit, res.StartCommit, cand, "round 1", u)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if first != git(t, ws.Root, "rev-parse", "HEAD") {
+		t.Errorf("GitStep returned %s, want HEAD", first)
+	}
+	if got := git(t, ws.Root, "log", "--format=%s", res.StartCommit+"..HEAD"); got != "autoresearch: ledger of round 1\nround 1" {
+		t.Errorf("commits after the start:\n%s\nwant the round's code, then its ledger", got)
+	}
+	if got := git(t, ws.Root, "diff", "--name-only", cand, "HEAD~1"); got != "" {
+		t.Errorf("the round's commit differs from the sealed candidate in %s", got)
+	}
+	if got := git(t, ws.Root, "show", "HEAD:exp/eval.sh"); got != strings.TrimSpace(toyFiles["exp/eval.sh"]) {
+		t.Errorf("committed eval.sh = %q, want the fixed one", got)
+	}
+	if got := git(t, ws.Root, "ls-tree", "--name-only", "HEAD", "exp/"); strings.Contains(got, "planted.sh") {
+		t.Errorf("the planted file was committed: %s", got)
+	}
+	code := git(t, ws.Root, "rev-parse", "--short=7", "HEAD~1")
 	results := readFile(t, ws.ResultsPath())
-	again, err := GitStep(ctx, ws, steps.GitCommit, res.StartCommit, "round 1", u)
+	if !strings.Contains(results, code+"\t20.000000\t") {
+		t.Errorf("results.tsv:\n%s\nwant the round's line with its code commit %s", results, code)
+	}
+	again, err := GitStep(ctx, ws, steps.GitCommit, res.StartCommit, cand, "round 1", u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again != first {
-		t.Errorf("second commit %s, want HEAD %s kept", again, first)
+		t.Errorf("the repeated step is on %s, want HEAD %s kept", again, first)
 	}
-	if n := git(t, ws.Root, "rev-list", "--count", res.StartCommit+"..HEAD"); n != "1" {
-		t.Errorf("%s commits after the start, want 1", n)
-	}
-	if got := readFile(t, ws.ResultsPath()); got != results || !strings.Contains(got, "\tkeep\t") {
-		t.Errorf("results.tsv after the repeated step:\n%s\nwant the round's one keep line:\n%s", got, results)
+	if got := readFile(t, ws.ResultsPath()); got != results {
+		t.Errorf("results.tsv after the repeated step:\n%s\nwant\n%s", got, results)
 	}
 }
 

@@ -47,7 +47,7 @@ const (
 // which no git step writes), puts the worktree back on base for the
 // Researcher of round, whatever an earlier attempt left, and keeps a backup
 // of the ledger and of the repository's git machinery in stateDir for
-// FinishResearch. A round that starts again at the same base gets the
+// FinishResearch. The checkouts earlier rounds trained and evaluated in go. A round that starts again at the same base gets the
 // ledger and the git machinery of its first attempt back before git runs,
 // so that nothing a failed Researcher planted survives into the retry.
 func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, base, stateDir string, ledger *steps.LedgerUpdate) error {
@@ -57,6 +57,9 @@ func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, bas
 		return err
 	}
 	retry := err == nil && string(saved) == base
+	if err := removeRuns(stateDir); err != nil {
+		return err
+	}
 	if retry {
 		if _, err := restoreGitState(ctx, ws, dir); err != nil {
 			return err
@@ -175,6 +178,29 @@ func sameLedgerBesides(a, b workspace.Ledger, round int) bool {
 	ra, rb := others(a), others(b)
 	a.Rows, b.Rows = nil, nil
 	return reflect.DeepEqual(a, b) && slices.Equal(ra, rb)
+}
+
+// keepCandidateRef adds round's candidate ref, which the supervisor made
+// after the round's git state was saved, to that state: a check that runs
+// again restores it instead of taking it for the Researcher's.
+func keepCandidateRef(ws *workspace.Workspace, stateDir string, round int32, candidate string) error {
+	p := filepath.Join(backupDir(stateDir, round), gitStateFile)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no Researcher ran: nothing will be restored
+	}
+	if err != nil {
+		return fmt.Errorf("the round's git state: %w", err)
+	}
+	var saved workspace.GitState
+	if err := json.Unmarshal(data, &saved); err != nil {
+		return fmt.Errorf("the round's git state: %w", err)
+	}
+	saved.Refs[ws.CandidateRef(round)] = candidate
+	if data, err = json.Marshal(saved); err != nil {
+		return err
+	}
+	return workspace.WriteFileAtomic(p, data)
 }
 
 // restoreGitState puts back the git machinery saved in dir and says what it

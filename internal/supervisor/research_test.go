@@ -88,10 +88,7 @@ func TestPrepareRoundAtAnotherBaseTakesANewBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFiles(t, ws.Dir, map[string]string{"train.sh": "#!/bin/sh\nSCORE=30\n"})
-	base, err := ws.Commit(ctx, "another start")
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := keep(t, ws, 1, res.StartCommit, "another start")
 	appendFile(t, ws.ResultsPath(), "1234567\t30\t0.0\tkeep\tsupervisor's row\n")
 	results := readFile(t, ws.ResultsPath())
 

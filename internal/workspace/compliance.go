@@ -3,8 +3,6 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -74,19 +72,25 @@ func (r ComplianceReport) Summary() string {
 	return strings.Join(reasons, "; ")
 }
 
-// CheckCompliance compares the worktree (working tree, index and git
-// history) with base, the commit the round started from. Fixed and variable
-// files are named relative to the experiment directory.
+// CheckCompliance compares candidate, the round's sealed commit (Seal),
+// with base, the commit the round started from, and checks that the
+// worktree's HEAD and branch are still on base. Fixed and variable files
+// are named relative to the experiment directory.
 //
 // Forbidden are: a change of HEAD or of the branch; any change to a fixed
 // file; modifying, deleting or renaming a tracked file that is not a
 // variable file (files outside the experiment directory and .gitignore
-// included); deleting or renaming a variable file; and a new code file whose
-// name looks like evaluation code. New files are otherwise allowed helpers.
-func (w *Workspace) CheckCompliance(ctx context.Context, base string, fixed, variable []string) (ComplianceReport, error) {
+// included); deleting or renaming a variable file; a new code file whose
+// name looks like evaluation code; a symbolic link; and a file that
+// configures git. New files are otherwise allowed helpers.
+func (w *Workspace) CheckCompliance(ctx context.Context, base, candidate string, fixed, variable []string) (ComplianceReport, error) {
 	baseCommit, err := revParse(ctx, w.Root, base)
 	if err != nil {
 		return ComplianceReport{}, fmt.Errorf("compliance base: %w", err)
+	}
+	cand, err := revParse(ctx, w.Root, candidate)
+	if err != nil {
+		return ComplianceReport{}, fmt.Errorf("compliance candidate: %w", err)
 	}
 	var report ComplianceReport
 	if report.HeadMoved, err = w.headMoved(ctx, baseCommit); err != nil {
@@ -97,7 +101,7 @@ func (w *Workspace) CheckCompliance(ctx context.Context, base string, fixed, var
 			Reason: "git history changed: " + report.HeadMoved + " (only the supervisor may run git write commands)",
 		})
 	}
-	changes, err := w.changesSince(ctx, baseCommit)
+	changes, err := w.changesBetween(ctx, baseCommit, cand)
 	if err != nil {
 		return ComplianceReport{}, err
 	}
@@ -106,7 +110,7 @@ func (w *Workspace) CheckCompliance(ctx context.Context, base string, fixed, var
 		report.Changes = append(report.Changes, c.FileChange)
 		if v, ok := rules.judge(c); ok {
 			report.Violations = append(report.Violations, v)
-		} else if v, ok := w.judgeFileType(c); ok {
+		} else if v, ok := judgeFileType(c); ok {
 			report.Violations = append(report.Violations, v)
 		}
 		if c.Kind == ChangeAdded && rules.evalLike(c.to) {
@@ -117,22 +121,18 @@ func (w *Workspace) CheckCompliance(ctx context.Context, base string, fixed, var
 }
 
 // judgeFileType refuses what no protocol allows a candidate to add or
-// change: a symbolic link, which could make the supervisor read or commit a
-// file outside the repository, and a file that configures git itself
+// change: a symbolic link, which could make a step read or write a file
+// outside its checkout, and a file that configures git itself
 // (.gitattributes, .gitmodules, .gitignore), which could make git run a
-// command or hide a file from compliance and from the commit.
-func (w *Workspace) judgeFileType(c change) (Violation, bool) {
+// command or hide a file.
+func judgeFileType(c change) (Violation, bool) {
 	if c.Kind == ChangeDeleted {
 		return Violation{}, false
 	}
 	if strings.HasPrefix(path.Base(c.to.rel), ".git") {
 		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s %s, a file that configures git, which only the supervisor may change", c.Kind, c.Path)}, true
 	}
-	root := w.Root
-	if c.to.inside {
-		root = w.Dir
-	}
-	if info, err := os.Lstat(filepath.Join(root, filepath.FromSlash(c.to.rel))); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+	if c.mode == modeSymlink {
 		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s is a symbolic link; a candidate may hold only regular files", c.Path)}, true
 	}
 	return Violation{}, false
@@ -173,7 +173,12 @@ func (w *Workspace) headMoved(ctx context.Context, base string) (string, error) 
 type change struct {
 	FileChange
 	to, from side
+	// mode is the git file mode of the new side, such as 100644.
+	mode string
 }
+
+// modeSymlink is git's file mode of a symbolic link.
+const modeSymlink = "120000"
 
 // side is one path of a change.
 type side struct {
@@ -181,48 +186,38 @@ type side struct {
 	inside bool   // inside the experiment directory
 }
 
-// changesSince lists the working tree's changes against base, which covers
-// the Researcher's commits and staged changes alike, plus untracked files
-// that .gitignore does not exclude.
-func (w *Workspace) changesSince(ctx context.Context, base string) ([]change, error) {
-	diff, err := git(ctx, w.Root, "diff", "--name-status", "-z", "-M", "--no-ext-diff", base, "--")
+// changesBetween lists the changes from base to candidate, two commits.
+func (w *Workspace) changesBetween(ctx context.Context, base, candidate string) ([]change, error) {
+	diff, err := git(ctx, w.Root, "diff-tree", "-r", "-z", "-M", "--no-ext-diff", base, candidate, "--")
 	if err != nil {
 		return nil, err
 	}
 	var changes []change
 	fields := splitNUL(diff)
 	for i := 0; i < len(fields); i++ {
-		status := fields[i]
-		if status == "" || i+1 >= len(fields) {
-			continue
+		// ":<old mode> <new mode> <old sha> <new sha> <status>", then the path(s).
+		meta := strings.Fields(strings.TrimPrefix(fields[i], ":"))
+		if len(meta) != 5 || i+1 >= len(fields) {
+			return nil, fmt.Errorf("git diff-tree: unexpected entry %q", fields[i])
 		}
 		i++
-		c := change{to: w.side(fields[i])}
-		switch status[0] {
+		c := change{to: w.side(fields[i]), mode: meta[1]}
+		switch meta[4][0] {
 		case 'A':
 			c.Kind = ChangeAdded
 		case 'D':
 			c.Kind = ChangeDeleted
 		case 'R':
 			if i+1 >= len(fields) {
-				return nil, fmt.Errorf("git diff: rename of %s without a destination", fields[i])
+				return nil, fmt.Errorf("git diff-tree: rename of %s without a destination", fields[i])
 			}
 			i++
 			c.Kind, c.from, c.to = ChangeRenamed, c.to, w.side(fields[i])
-		default: // M, T (type change) and U (unmerged) all alter a tracked file.
+		default: // M and T (type change) alter a tracked file.
 			c.Kind = ChangeModified
 		}
 		changes = append(changes, w.splitIgnored(c)...)
 	}
-
-	untracked, err := git(ctx, w.Root, "ls-files", "-z", "--others", "--exclude-standard")
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range splitNUL(untracked) {
-		changes = append(changes, w.splitIgnored(change{FileChange: FileChange{Kind: ChangeAdded}, to: w.side(p)})...)
-	}
-
 	for i := range changes {
 		changes[i].Path = changes[i].to.rel
 		changes[i].From = changes[i].from.rel
@@ -255,7 +250,7 @@ func (w *Workspace) splitIgnored(c change) []change {
 	case fromOwned && toOwned:
 		return nil
 	case fromOwned:
-		return []change{{FileChange: FileChange{Kind: ChangeAdded}, to: c.to}}
+		return []change{{FileChange: FileChange{Kind: ChangeAdded}, to: c.to, mode: c.mode}}
 	case toOwned:
 		return []change{{FileChange: FileChange{Kind: ChangeDeleted}, to: c.from}}
 	}

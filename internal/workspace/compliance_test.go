@@ -246,7 +246,7 @@ func TestComplianceAndRollback(t *testing.T) {
 			// The Researcher adds its strategy row, whatever it did to git.
 			writeFiles(t, w.Dir, map[string]string{"experiences.md": ledger, "results.tsv": results})
 
-			report, err := w.CheckCompliance(ctx, base, fixedFiles, variableFiles)
+			report, err := sealAndCheck(ctx, t, w, base, fixedFiles, variableFiles)
 			if err != nil {
 				t.Fatalf("CheckCompliance: %v", err)
 			}
@@ -272,7 +272,7 @@ func TestComplianceAndRollback(t *testing.T) {
 			if got := readFile(t, w.ResultsPath()); got != results {
 				t.Errorf("results.tsv after rollback = %q, want %q", got, results)
 			}
-			if again, err := w.CheckCompliance(ctx, base, fixedFiles, variableFiles); err != nil || !again.OK() || len(again.Changes) != 0 {
+			if again, err := sealAndCheck(ctx, t, w, base, fixedFiles, variableFiles); err != nil || !again.OK() || len(again.Changes) != 0 {
 				t.Errorf("CheckCompliance after rollback = %+v, %v; want no changes", again, err)
 			}
 		})
@@ -349,7 +349,7 @@ func TestComplianceSubdirAtRoot(t *testing.T) {
 	}
 	base, _ := w.Head(ctx)
 	writeFiles(t, w.Root, map[string]string{"lib/a.py": "b\n", "train.py": "y\n", ".autoresearch/log": "l\n"})
-	report, err := w.CheckCompliance(ctx, base, []string{"evaluate.py"}, []string{"./train.py"})
+	report, err := sealAndCheck(ctx, t, w, base, []string{"evaluate.py"}, []string{"./train.py"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,9 @@ func gitBaseEnv() []string {
 	}
 	// Porcelain output and error messages are parsed or shown as they are;
 	// keep them in one language and never prompt for anything.
-	return append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	// Replacement objects would let a planted ref swap what a commit holds.
+	return append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_NO_REPLACE_OBJECTS=1", "GIT_ATTR_NOSYSTEM=1")
 }
 
 // supervisorEnv makes the supervisor the author and committer without

@@ -32,8 +32,11 @@ type GitFile struct {
 }
 
 // guardedGitFiles are the files of a git directory that configure what git
-// runs; hooks/ is guarded whole.
-var guardedGitFiles = []string{"config", "config.worktree", filepath.Join("info", "attributes")}
+// runs or what a commit's history says; hooks/ is guarded whole.
+var guardedGitFiles = []string{
+	"config", "config.worktree", filepath.Join("info", "attributes"), filepath.Join("info", "grafts"),
+	filepath.Join("objects", "info", "alternates"),
+}
 
 // SnapshotGitState records the repository's git machinery.
 func (w *Workspace) SnapshotGitState(ctx context.Context) (GitState, error) {

@@ -70,3 +70,14 @@ func newExperiment(t *testing.T) (*Workspace, string) {
 
 // inDir is the path of rel inside the experiment directory.
 func inDir(w *Workspace, rel string) string { return filepath.Join(w.Dir, filepath.FromSlash(rel)) }
+
+// sealAndCheck seals the worktree as round 1's candidate on base and checks
+// its compliance, as the supervisor does.
+func sealAndCheck(ctx context.Context, t *testing.T, w *Workspace, base string, fixed, variable []string) (ComplianceReport, error) {
+	t.Helper()
+	cand, err := w.Seal(ctx, 1, base)
+	if err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	return w.CheckCompliance(ctx, base, cand, fixed, variable)
+}

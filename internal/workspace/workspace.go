@@ -242,23 +242,6 @@ func (w *Workspace) Head(ctx context.Context) (string, error) {
 	return revParse(ctx, w.Root, "HEAD")
 }
 
-// Commit stages everything in the worktree that .gitignore does not exclude
-// and commits it with message as the supervisor. It returns the new commit's
-// hash. A round without changes still gets its commit, so that every kept
-// round has one.
-func (w *Workspace) Commit(ctx context.Context, message string) (string, error) {
-	if err := w.requireOnBranch(ctx); err != nil {
-		return "", err
-	}
-	if _, err := git(ctx, w.Root, "add", "-A"); err != nil {
-		return "", err
-	}
-	if _, err := gitEnv(ctx, w.Root, supervisorEnv(), commitArgs(message, "--allow-empty")...); err != nil {
-		return "", err
-	}
-	return w.Head(ctx)
-}
-
 // CommitLedger commits experiences.md and results.tsv, and nothing else, if
 // they changed. It returns the new commit's hash, or "" when there was
 // nothing to commit.

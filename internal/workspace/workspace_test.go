@@ -251,49 +251,6 @@ func TestInitCommitsIgnoredResults(t *testing.T) {
 	}
 }
 
-func TestCommit(t *testing.T) {
-	ctx := context.Background()
-	w, base := newExperiment(t)
-	writeFiles(t, w.Dir, map[string]string{
-		"train.py":          "lr = 0.05\n",
-		"helpers.py":        "def f(): pass\n",
-		"data/shard.bin":    "ignored artifact\n",
-		"model.ckpt":        "ignored artifact\n",
-		".autoresearch/log": "supervisor log\n",
-	})
-	hash, err := w.Commit(ctx, "autoresearch: round 1 — val_bpb=0.990000 (improved)")
-	if err != nil {
-		t.Fatalf("Commit: %v", err)
-	}
-	if head := gitT(t, w.Root, "rev-parse", "HEAD"); hash != head {
-		t.Errorf("Commit returned %s, HEAD is %s", hash, head)
-	}
-	if got := gitT(t, w.Root, "log", "-1", "--format=%s|%an <%ae>|%cn <%ce>|%P"); got != "autoresearch: round 1 — val_bpb=0.990000 (improved)|autoresearch <autoresearch@localhost>|autoresearch <autoresearch@localhost>|"+base {
-		t.Errorf("commit = %q", got)
-	}
-	if got := gitT(t, w.Root, "show", "--name-only", "--format=", "HEAD"); got != "examples/x/helpers.py\nexamples/x/train.py" {
-		t.Errorf("committed files = %q, want helpers.py and train.py only", got)
-	}
-
-	t.Run("a round without changes still gets a commit", func(t *testing.T) {
-		empty, err := w.Commit(ctx, "autoresearch: round 2")
-		if err != nil {
-			t.Fatalf("Commit: %v", err)
-		}
-		if empty == hash {
-			t.Error("Commit without changes made no commit")
-		}
-	})
-
-	t.Run("refuses a detached HEAD", func(t *testing.T) {
-		gitT(t, w.Root, "checkout", "-q", "--detach")
-		defer gitT(t, w.Root, "checkout", "-q", w.Branch)
-		if _, err := w.Commit(ctx, "lost"); err == nil || !strings.Contains(err.Error(), "is not on branch autoresearch/x") {
-			t.Errorf("Commit on a detached HEAD: error = %v, want one about the branch", err)
-		}
-	})
-}
-
 func TestCommitLedger(t *testing.T) {
 	ctx := context.Background()
 	w, base := newExperiment(t)
@@ -365,9 +322,7 @@ func TestHelperFiles(t *testing.T) {
 	w, start := newExperiment(t)
 	writeFiles(t, w.Dir, map[string]string{"helpers.py": "x\n", "train.py": "lr = 1\n"})
 	writeFiles(t, w.Root, map[string]string{"lib/extra.py": "y\n"})
-	if _, err := w.Commit(ctx, "round 1"); err != nil {
-		t.Fatal(err)
-	}
+	keep(ctx, t, w, 1, start, "round 1")
 	got, err := w.HelperFiles(ctx, start)
 	if err != nil {
 		t.Fatalf("HelperFiles: %v", err)
@@ -378,7 +333,7 @@ func TestHelperFiles(t *testing.T) {
 	// A kept helper may change in a later round once it counts as variable.
 	writeFiles(t, w.Dir, map[string]string{"helpers.py": "x = 2\n"})
 	head, _ := w.Head(ctx)
-	report, err := w.CheckCompliance(ctx, head, fixedFiles, append(variableFiles, got...))
+	report, err := sealAndCheck(ctx, t, w, head, fixedFiles, append(variableFiles, got...))
 	if err != nil || !report.OK() {
 		t.Errorf("CheckCompliance with helpers as variable files = %+v, %v; want OK", report, err)
 	}

@@ -104,7 +104,7 @@ spec:
   baseline: {value: "10"}
   fixed: {files: [eval.sh], timeLimit: 10s}
   variable: {files: [train.sh]}
-  train: {command: "./train.sh"}
+  train: {command: "./train.sh", outputs: [out.txt]}
   eval: {metric: score, direction: maximize, command: "./eval.sh"}
   researcher:
     command: "sh ` + script + `"
@@ -152,7 +152,11 @@ spec:
 		}
 	}
 	after := repoGitState(t, repo)
-	after.refs = slices.DeleteFunc(after.refs, func(r string) bool { return strings.HasPrefix(r, "refs/heads/autoresearch/") })
+	// The supervisor's own refs: the experiment branch and the round's
+	// sealed candidate, when the round got as far as sealing it.
+	after.refs = slices.DeleteFunc(after.refs, func(r string) bool {
+		return r == "refs/heads/autoresearch/toy" || r == "refs/autoresearch/candidates/toy/r1"
+	})
 	if start != before.main || !slices.Equal(before.refs, after.refs) || before.config != after.config || !slices.Equal(before.hooks, after.hooks) {
 		t.Errorf("the user's repository changed:\nbefore %+v\nafter  %+v", before, after)
 	}

@@ -1,0 +1,206 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
+)
+
+// CandidateRefPrefix starts the supervisor's refs that keep every round's
+// candidate, kept or not.
+const CandidateRefPrefix = "refs/autoresearch/candidates/"
+
+// CandidateRef is the ref that keeps round's sealed candidate:
+// refs/autoresearch/candidates/<experiment>/r<round>, so that experiments
+// that share a repository keep theirs apart.
+func (w *Workspace) CandidateRef(round int32) string {
+	return CandidateRefPrefix + w.name() + "/r" + strconv.Itoa(int(round))
+}
+
+// withIndex runs fn with a throwaway index file, so that the supervisor's
+// own staging never touches, nor trusts, the worktree's index, whose flags
+// (assume-unchanged, skip-worktree) a Researcher can set.
+func withIndex(fn func(env []string) error) (err error) {
+	dir, err := os.MkdirTemp("", "autoresearch-index-")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	return fn([]string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")})
+}
+
+// Seal freezes the worktree's files as they are now — what .gitignore does
+// not exclude — into a commit on base, with the ledger as base has it, and
+// points w.CandidateRef(round) at it. The candidate is then what compliance
+// judges, what training and evaluation run and what a kept round commits;
+// nothing a process does to the worktree afterwards reaches any of them.
+func (w *Workspace) Seal(ctx context.Context, round int32, base string) (string, error) {
+	baseCommit, err := revParse(ctx, w.Root, base)
+	if err != nil {
+		return "", fmt.Errorf("sealing round %d: %w", round, err)
+	}
+	var commit string
+	err = withIndex(func(env []string) error {
+		if _, err := gitEnv(ctx, w.Root, env, "read-tree", baseCommit); err != nil {
+			return err
+		}
+		if _, err := gitEnv(ctx, w.Root, env, "add", "-A", "--", "."); err != nil {
+			return err
+		}
+		// The ledger is the supervisor's: the candidate has it as base does.
+		if _, err := gitEnv(ctx, w.Root, env, append([]string{"reset", "-q", baseCommit, "--"}, w.ledgerRepoPaths()...)...); err != nil {
+			return err
+		}
+		tree, err := gitEnv(ctx, w.Root, env, "write-tree")
+		if err != nil {
+			return err
+		}
+		commit, err = w.commitTree(ctx, tree, baseCommit, fmt.Sprintf("autoresearch: round %d candidate", round))
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("sealing round %d: %w", round, err)
+	}
+	if _, err := git(ctx, w.Root, "update-ref", w.CandidateRef(round), commit); err != nil {
+		return "", err
+	}
+	return commit, nil
+}
+
+// Checkout writes commit's files into dest, which it empties first, as a
+// plain directory: no git directory, nothing untracked, nothing ignored. A
+// step that runs there cannot reach the worktree through git, and sees
+// nothing a Researcher left outside the commit.
+func (w *Workspace) Checkout(ctx context.Context, commit, dest string) error {
+	c, err := revParse(ctx, w.Root, commit)
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(dest)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(abs); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return err
+	}
+	return withIndex(func(env []string) error {
+		if _, err := gitEnv(ctx, w.Root, env, "read-tree", c); err != nil {
+			return err
+		}
+		if _, err := gitEnv(ctx, w.Root, env, "checkout-index", "-a", "-f", "--prefix="+abs+string(filepath.Separator)); err != nil {
+			return fmt.Errorf("checking out %s into %s: %w", text.ShortCommit(c), abs, err)
+		}
+		return nil
+	})
+}
+
+// CommitCandidate moves the experiment branch from base to a commit of
+// exactly candidate's files with message, and the worktree with it, keeping
+// the ledger's working-tree content as Rollback does. It returns the new
+// commit. A candidate that did not start at base, or whose files are not
+// base's plus a Researcher's changes, is refused.
+func (w *Workspace) CommitCandidate(ctx context.Context, base, candidate, message string) (string, error) {
+	baseCommit, err := revParse(ctx, w.Root, base)
+	if err != nil {
+		return "", err
+	}
+	cand, err := revParse(ctx, w.Root, candidate)
+	if err != nil {
+		return "", err
+	}
+	parent, err := revParse(ctx, w.Root, cand+"^")
+	if err != nil || parent != baseCommit {
+		return "", fmt.Errorf("candidate %s was not sealed on %s", text.ShortCommit(cand), text.ShortCommit(baseCommit))
+	}
+	tree, err := git(ctx, w.Root, "rev-parse", "--verify", cand+"^{tree}")
+	if err != nil {
+		return "", err
+	}
+	commit, err := w.commitTree(ctx, tree, baseCommit, message)
+	if err != nil {
+		return "", err
+	}
+	if err := w.Rollback(ctx, commit); err != nil {
+		return "", err
+	}
+	return commit, nil
+}
+
+// commitTree makes a commit of tree on parent as the supervisor, unsigned.
+func (w *Workspace) commitTree(ctx context.Context, tree, parent, message string) (string, error) {
+	out, err := gitEnv(ctx, w.Root, supervisorEnv(), "-c", "commit.gpgsign=false", "commit-tree", strings.TrimSpace(tree), "-p", parent, "-m", message)
+	return strings.TrimSpace(out), err
+}
+
+// CopyOutputs copies the training outputs, paths relative to the
+// experiment directory, from the experiment directory of the checkout
+// trained to that of the checkout to evaluate. An output training did not
+// write is left out; only regular files and directories are copied, and one
+// that is anything else is an error, as is an output that would leave the
+// experiment directory.
+func CopyOutputs(from, to string, outputs []string) error {
+	for _, o := range outputs {
+		rel := filepath.FromSlash(o)
+		if !filepath.IsLocal(rel) {
+			return fmt.Errorf("training output %q is not inside the experiment directory", o)
+		}
+		src, dst := filepath.Join(from, rel), filepath.Join(to, rel)
+		if _, err := os.Lstat(src); os.IsNotExist(err) {
+			continue
+		}
+		if err := os.RemoveAll(dst); err != nil {
+			return err
+		}
+		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			r, err := filepath.Rel(src, p)
+			if err != nil {
+				return err
+			}
+			target := filepath.Join(dst, r)
+			switch {
+			case d.IsDir():
+				return os.MkdirAll(target, 0o755)
+			case d.Type().IsRegular():
+				return copyFile(p, target)
+			}
+			return fmt.Errorf("training output %s is neither a regular file nor a directory", filepath.Join(o, r))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		return errors.Join(err, out.Close())
+	}
+	return out.Close()
+}

@@ -1,0 +1,166 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// keep seals the worktree as round's candidate on base and commits it, as
+// a kept round does.
+func keep(ctx context.Context, t *testing.T, w *Workspace, round int32, base, message string) string {
+	t.Helper()
+	cand, err := w.Seal(ctx, round, base)
+	if err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	commit, err := w.CommitCandidate(ctx, base, cand, message)
+	if err != nil {
+		t.Fatalf("CommitCandidate: %v", err)
+	}
+	return commit
+}
+
+func TestSeal(t *testing.T) {
+	ctx := context.Background()
+	w, base := newExperiment(t)
+	ledger := readFile(t, w.ExperiencesPath()) + "| 1 |  |  |  | try a lower lr |  |  |\n"
+	writeFiles(t, w.Dir, map[string]string{
+		"train.py":          "lr = 0.05\n",
+		"helpers.py":        "def f(): pass\n",
+		"data/shard.bin":    "ignored artifact\n",
+		"model.ckpt":        "ignored artifact\n",
+		".autoresearch/log": "supervisor log\n",
+		"experiences.md":    ledger,
+	})
+	// Index flags the Researcher set do not hide a change from the seal.
+	writeFiles(t, w.Root, map[string]string{"README.md": "# changed behind a flag\n"})
+	gitT(t, w.Root, "update-index", "--assume-unchanged", "README.md")
+	statusBefore := gitT(t, w.Root, "status", "--porcelain")
+
+	cand, err := w.Seal(ctx, 1, base)
+	if err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	if got := gitT(t, w.Root, "rev-parse", w.CandidateRef(1)); got != cand {
+		t.Errorf("%s = %s, want the candidate %s", w.CandidateRef(1), got, cand)
+	}
+	if got := gitT(t, w.Root, "log", "-1", "--format=%P|%an", cand); got != base+"|autoresearch" {
+		t.Errorf("candidate parent|author = %q, want %s|autoresearch", got, base)
+	}
+	if got := gitT(t, w.Root, "diff", "--name-only", base, cand); got != "README.md\nexamples/x/helpers.py\nexamples/x/train.py" {
+		t.Errorf("sealed changes = %q, want README.md, helpers.py and train.py: no ignored file, no ledger edit", got)
+	}
+	if got := gitT(t, w.Root, "status", "--porcelain"); got != statusBefore {
+		t.Errorf("sealing changed the worktree's status:\n%s\nwant\n%s", got, statusBefore)
+	}
+	if got := gitT(t, w.Root, "rev-parse", "HEAD"); got != base {
+		t.Errorf("sealing moved HEAD to %s", got)
+	}
+}
+
+func TestCommitCandidateCommitsExactlyTheSeal(t *testing.T) {
+	ctx := context.Background()
+	w, base := newExperiment(t)
+	writeFiles(t, w.Dir, map[string]string{"train.py": "lr = 0.05\n"})
+	cand, err := w.Seal(ctx, 1, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a process still running after the seal does to the worktree.
+	ledger := readFile(t, w.ExperiencesPath()) + "| 1 | run 1 | ✅ | val_bpb=0.9 | improved |  |  |\n"
+	writeFiles(t, w.Dir, map[string]string{
+		"evaluate.py":    "def evaluate(): return 0.0\n",
+		"train.py":       "lr = 99\n",
+		"planted.py":     "import os\n",
+		"experiences.md": ledger,
+	})
+	commit, err := w.CommitCandidate(ctx, base, cand, "autoresearch: round 1 — val_bpb=0.9 (improved)")
+	if err != nil {
+		t.Fatalf("CommitCandidate: %v", err)
+	}
+	if got := gitT(t, w.Root, "rev-parse", "HEAD", w.Branch, commit+"^{tree}", cand+"^{tree}"); got != strings.Join([]string{commit, commit, gitT(t, w.Root, "rev-parse", cand+"^{tree}"), gitT(t, w.Root, "rev-parse", cand+"^{tree}")}, "\n") {
+		t.Errorf("HEAD, branch, commit tree, candidate tree = %q: want HEAD and the branch on the commit, which holds the candidate's tree", got)
+	}
+	if got := gitT(t, w.Root, "log", "-1", "--format=%s|%P|%an <%ae>", commit); got != "autoresearch: round 1 — val_bpb=0.9 (improved)|"+base+"|autoresearch <autoresearch@localhost>" {
+		t.Errorf("commit = %q", got)
+	}
+	if got := readFile(t, inDir(w, "evaluate.py")); got != experimentFiles["examples/x/evaluate.py"] {
+		t.Errorf("evaluate.py after the commit = %q, want the sealed one", got)
+	}
+	if _, err := os.Stat(inDir(w, "planted.py")); !os.IsNotExist(err) {
+		t.Errorf("planted.py is still in the worktree: %v", err)
+	}
+	if got := readFile(t, w.ExperiencesPath()); got != ledger {
+		t.Errorf("experiences.md = %q, want the working-tree ledger kept", got)
+	}
+
+	t.Run("refuses a candidate sealed on another base", func(t *testing.T) {
+		if _, err := w.CommitCandidate(ctx, commit, cand, "again"); err == nil || !strings.Contains(err.Error(), "was not sealed on") {
+			t.Errorf("error = %v, want one saying the candidate was not sealed on the base", err)
+		}
+	})
+}
+
+func TestCheckout(t *testing.T) {
+	ctx := context.Background()
+	w, base := newExperiment(t)
+	dest := filepath.Join(t.TempDir(), "run")
+	writeFiles(t, dest, map[string]string{"stale.txt": "from an earlier run\n"})
+	if err := w.Checkout(ctx, base, dest); err != nil {
+		t.Fatalf("Checkout: %v", err)
+	}
+	for repoPath, want := range experimentFiles {
+		if got := readFile(t, filepath.Join(dest, filepath.FromSlash(repoPath))); got != want {
+			t.Errorf("%s = %q, want %q", repoPath, got, want)
+		}
+	}
+	for _, name := range []string{"stale.txt", ".git"} {
+		if _, err := os.Lstat(filepath.Join(dest, name)); !os.IsNotExist(err) {
+			t.Errorf("%s in the checkout: %v", name, err)
+		}
+	}
+}
+
+func TestCopyOutputs(t *testing.T) {
+	from, to := t.TempDir(), t.TempDir()
+	writeFiles(t, from, map[string]string{"ckpt/model.bin": "weights\n", "ckpt/sub/meta.json": "{}\n", "data/val.txt": "forged\n"})
+	writeFiles(t, to, map[string]string{"ckpt/old.bin": "stale\n", "data/val.txt": "made by fixed code\n"})
+	if err := CopyOutputs(from, to, []string{"ckpt", "missing.bin"}); err != nil {
+		t.Fatalf("CopyOutputs: %v", err)
+	}
+	for rel, want := range map[string]string{"ckpt/model.bin": "weights\n", "ckpt/sub/meta.json": "{}\n", "data/val.txt": "made by fixed code\n"} {
+		if got := readFile(t, filepath.Join(to, rel)); got != want {
+			t.Errorf("%s = %q, want %q", rel, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(to, "ckpt/old.bin")); !os.IsNotExist(err) {
+		t.Errorf("a stale file of the output survived: %v", err)
+	}
+
+	for name, setup := range map[string]func(t *testing.T, dir string) []string{
+		"a symbolic link": func(t *testing.T, dir string) []string {
+			if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link")); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"link"}
+		},
+		"a link inside an output": func(t *testing.T, dir string) []string {
+			writeFiles(t, dir, map[string]string{"out/a": "a\n"})
+			if err := os.Symlink("/etc/passwd", filepath.Join(dir, "out", "b")); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"out"}
+		},
+		"a path leaving the directory": func(*testing.T, string) []string { return []string{"../escape"} },
+	} {
+		t.Run("refuses "+name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := CopyOutputs(dir, t.TempDir(), setup(t, dir)); err == nil {
+				t.Error("CopyOutputs succeeded")
+			}
+		})
+	}
+}
