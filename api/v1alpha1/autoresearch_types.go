@@ -135,12 +135,16 @@ type AutoResearchSpec struct {
 
 // BaselineSpec is the metric of the unmodified code.
 type BaselineSpec struct {
-	// value is the known baseline metric. When empty, round 0 measures it.
+	// value is the known baseline metric, judged against from round 1 on;
+	// round 0 still trains and evaluates the unmodified code once, as a
+	// preflight that fails the experiment if that does not work. When
+	// empty, round 0 measures the baseline.
 	// +optional
 	Value Decimal `json:"value,omitempty"`
 
 	// runs is how many times round 0 trains and evaluates the unmodified
-	// code; their standard deviation is the noise level.
+	// code; their standard deviation is the noise level. A given value
+	// runs once.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
@@ -666,7 +670,8 @@ type BaselineResult struct {
 	// samples is the number of runs measured; 0 when the value was given.
 	// +optional
 	Samples int32 `json:"samples"`
-	// values holds the individual measurements.
+	// values holds the individual measurements; for a given baseline, the
+	// preflight's one.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	// +listType=atomic
@@ -705,7 +710,8 @@ type RoundStatus struct {
 	// stepStartTime of the current step.
 	// +optional
 	StepStartTime *metav1.Time `json:"stepStartTime,omitempty"`
-	// note holds the guidance first seen by this round.
+	// note holds the guidance first seen by this round; for a baseline
+	// measured again, why.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:MinLength=1

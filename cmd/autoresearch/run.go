@@ -31,9 +31,10 @@ func (f *experimentFlags) load(ctx context.Context) (*runner.Experiment, error) 
 
 func newRunCommand() *cobra.Command {
 	var (
-		flags   experimentFlags
-		verbose bool
-		grace   time.Duration
+		flags      experimentFlags
+		verbose    bool
+		grace      time.Duration
+		rebaseline bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run -f experiment.yaml",
@@ -59,7 +60,7 @@ func newRunCommand() *cobra.Command {
 				abort()
 			}()
 			st, err := runner.Run(ctx, x, runner.Options{
-				Out: cmd.OutOrStdout(), Verbose: verbose, Stop: stop, Grace: grace, KillGrace: grace,
+				Out: cmd.OutOrStdout(), Verbose: verbose, Stop: stop, Grace: grace, KillGrace: grace, Rebaseline: rebaseline,
 			})
 			if err != nil {
 				return err
@@ -73,5 +74,6 @@ func newRunCommand() *cobra.Command {
 	flags.register(cmd)
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "stream the Researcher's, training's and evaluation's output")
 	cmd.Flags().DurationVar(&grace, "grace", runner.DefaultGrace, "buffer past a time limit before SIGTERM, and between SIGTERM and SIGKILL")
+	cmd.Flags().BoolVar(&rebaseline, "rebaseline", false, "accept a measure (fixed files, train or eval command, metric, baseline…) changed since the experiment started: measure the baseline again on the best code before the next round; the rounds done keep their verdicts")
 	return cmd
 }

@@ -54,8 +54,11 @@ func formatStatus(x *runner.Experiment, saved runner.Saved) string {
 	}
 	if b := st.Baseline; b != nil && b.Value != "" {
 		noise := ""
-		if b.Samples > 1 {
+		switch {
+		case b.Samples > 1:
 			noise = fmt.Sprintf(" ± %s over %d runs", b.Stddev, b.Samples)
+		case b.Samples == 0 && len(b.Values) > 0:
+			noise = fmt.Sprintf(" (given; the preflight measured %s)", b.Values[0])
 		}
 		fmt.Fprintf(out, "Baseline:   %s=%s%s\n", m, b.Value, noise)
 	}

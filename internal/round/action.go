@@ -32,9 +32,7 @@ func CurrentAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchSta
 	case v1alpha1.StepResearcher:
 		a.Type = ActionRunResearcher
 		a.Prompt = promptData(spec, st, cr.Number)
-		if cr.Number == 1 {
-			a.Ledger = baselineLedger(spec, st)
-		}
+		a.Ledger = baselineLedger(spec, st)
 	case v1alpha1.StepCompliance:
 		a.Type = ActionCheckCompliance
 	case v1alpha1.StepTrain:

@@ -36,7 +36,7 @@ func TestCurrentAction(t *testing.T) {
 			want: &Action{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit, Ledger: &steps.LedgerUpdate{
 				Metric: "val_bpb", Best: "1.0", MaxRounds: 10, Status: "running",
 				Round: &steps.LedgerRound{Round: 0, Strategy: "baseline", Compliance: "✅", Value: "1.0", Verdict: "baseline",
-					Insight: "baseline given in the protocol", Commit: startCommit},
+					Insight: "baseline given in the protocol; the preflight of the unmodified code measured val_bpb=1; judging against the given 1.0", Commit: startCommit},
 			}},
 		},
 		"later Researchers write nothing": {

@@ -3,14 +3,17 @@ package round
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
-// workspaceReady starts round 0: the baseline given in the protocol is
-// recorded at once, otherwise the unmodified code is measured
-// spec.baseline.runs times.
+// workspaceReady starts round 0 on the unmodified code: it is measured
+// spec.baseline.runs times, or, when the protocol gives the baseline, run
+// once as a preflight, so that a broken train or eval command fails the
+// run before round 1 instead of every round.
 func (e *engine) workspaceReady(w WorkspaceResult) {
 	e.st.Workspace = &v1alpha1.WorkspaceStatus{
 		Path:            w.Path,
@@ -18,38 +21,73 @@ func (e *engine) workspaceReady(w WorkspaceResult) {
 		StartCommit:     w.StartCommit,
 		FixedFileHashes: w.FixedHashes,
 	}
-	if b := e.spec.Baseline; b != nil && b.Value != "" {
-		value := string(b.Value)
-		e.st.Baseline = &v1alpha1.BaselineResult{Value: value}
-		e.st.Best = &v1alpha1.BestResult{Round: 0, Value: value, Commit: w.StartCommit}
-		e.recordRound(v1alpha1.RoundRecord{
-			Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: value,
-			Verdict: v1alpha1.VerdictBaseline, Insight: "baseline given in the protocol",
-			Commit: w.StartCommit, CompletionTime: e.now.DeepCopy(),
-		}, false)
-		e.baselineMessage()
-		e.nextRound()
+	e.measureBaseline(w.StartCommit, "")
+}
+
+// rebaseline accepts a changed measure (what lists the parts of the
+// protocol that changed): the baseline is measured again, under the new
+// measure, on the best code so far, and the rounds to come are judged
+// against that. The rounds already done keep their verdicts; a round in
+// progress is dropped and starts again after the measurement.
+func (e *engine) rebaseline(what []string) {
+	if e.st.Workspace == nil {
+		// Nothing was measured yet.
+		e.tick(true)
 		return
 	}
+	if cr := e.st.CurrentRound; cr != nil && cr.Number > 0 &&
+		(cr.Step != v1alpha1.StepResearcher || cr.StepState != v1alpha1.StepStatePending) {
+		e.emit(Action{Type: ActionWarn, Round: cr.Number, Reason: v1alpha1.ReasonRoundRestarted,
+			Message: fmt.Sprintf("round %d was dropped before its verdict because the measure changed; it starts again after the baseline is measured again", cr.Number)})
+	}
+	e.st.LedgerCommit = ""
+	e.measureBaseline(BestCommit(&e.st), "measure changed ("+strings.Join(what, ", ")+"); baseline measured again")
+}
+
+// BestCommit is the commit of the best code so far: the next round starts
+// from it, and a changed measure measures the baseline again on it.
+func BestCommit(st *v1alpha1.AutoResearchStatus) string {
+	if st.Best != nil && st.Best.Commit != "" {
+		return st.Best.Commit
+	}
+	if st.Workspace != nil {
+		return st.Workspace.StartCommit
+	}
+	return ""
+}
+
+// measureBaseline starts round 0 on commit. note, when not empty, says why
+// a baseline that was already known is measured again.
+func (e *engine) measureBaseline(commit, note string) {
 	e.st.Baseline = &v1alpha1.BaselineResult{}
 	e.st.Round = 0
 	e.st.CurrentRound = &v1alpha1.RoundStatus{
 		Number:     0,
 		Step:       v1alpha1.StepTrain,
 		StepState:  v1alpha1.StepStatePending,
-		BaseCommit: w.StartCommit,
+		BaseCommit: commit,
 		StartTime:  e.now.DeepCopy(),
-		Tasks:      e.baselineTasks(),
+		Note:       note,
+		Tasks:      e.baselineTasks(note != ""),
 		Candidates: []v1alpha1.CandidateStatus{{Index: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed}},
 	}
-	e.st.Message = "measuring the baseline"
+	switch {
+	case note != "":
+		e.st.Message = "measuring the baseline again: " + note
+	case e.givenBaseline() != "":
+		e.st.Message = "preflight: running the unmodified code once (the baseline is given)"
+	default:
+		e.st.Message = "measuring the baseline"
+	}
 	e.startStep()
 }
 
 // baselineSample keeps one baseline measurement; after the last one the
-// baseline is their mean and its noise their standard deviation.
+// baseline is their mean and its noise their standard deviation. A given
+// baseline stays the one judged against: its one preflight run is kept
+// beside it.
 func (e *engine) baselineSample(raw string) {
-	b := e.st.Baseline
+	cr, b := e.st.CurrentRound, e.st.Baseline
 	b.Values = append(b.Values, raw)
 	e.setTask(v1alpha1.StepEval, "baseline run %d/%d: %s=%s", len(b.Values), e.baselineRuns(), e.spec.Eval.Metric, raw)
 	if int32(len(b.Values)) < e.baselineRuns() {
@@ -57,18 +95,33 @@ func (e *engine) baselineSample(raw string) {
 		return
 	}
 	mean, stddev := meanStddev(b.Values)
-	b.Value = decimal(mean)
-	b.Stddev = decimal(stddev)
-	b.Samples = int32(len(b.Values))
-	e.st.Best = &v1alpha1.BestResult{Round: 0, Value: b.Value, Commit: e.st.Workspace.StartCommit}
+	measured := decimal(mean)
+	b.Value, b.Stddev, b.Samples = measured, decimal(stddev), int32(len(b.Values))
 	insight := "unmodified code"
 	if b.Samples > 1 {
 		insight = fmt.Sprintf("unmodified code, %d runs: mean %s, stddev %s", b.Samples, b.Value, b.Stddev)
 	}
+	best := measured
+	if given := e.givenBaseline(); given != "" {
+		b.Value, b.Stddev, b.Samples = given, "", 0
+		insight = fmt.Sprintf("baseline given in the protocol; the preflight of the unmodified code measured %s=%s; judging against the given %s",
+			e.spec.Eval.Metric, measured, given)
+		if cr.BaseCommit == e.st.Workspace.StartCommit {
+			best = given
+		}
+	}
+	bestRound := int32(0)
+	if prev := e.st.Best; prev != nil && prev.Commit == cr.BaseCommit {
+		bestRound = prev.Round
+	}
+	if cr.Note != "" {
+		insight = e.rebaselineInsight(bestRound, measured, best)
+	}
+	e.st.Best = &v1alpha1.BestResult{Round: bestRound, Value: best, Commit: cr.BaseCommit}
 	c := e.candidate()
 	e.recordRound(v1alpha1.RoundRecord{
 		Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: b.Value,
-		Verdict: v1alpha1.VerdictBaseline, Insight: insight, Commit: e.st.Workspace.StartCommit,
+		Verdict: v1alpha1.VerdictBaseline, Insight: insight, Note: cr.Note, Commit: cr.BaseCommit,
 		Durations: c.Durations, CompletionTime: e.now.DeepCopy(),
 	}, false)
 	e.baselineMessage()
@@ -76,13 +129,55 @@ func (e *engine) baselineSample(raw string) {
 	e.nextRound()
 }
 
+// rebaselineInsight explains a baseline measured again on the code of
+// round bestRound, with best the value the next rounds are judged against.
+func (e *engine) rebaselineInsight(bestRound int32, measured, best string) string {
+	cr, b := e.st.CurrentRound, e.st.Baseline
+	code := "the unmodified code"
+	if bestRound > 0 {
+		code = fmt.Sprintf("the best code so far (R%d, %s)", bestRound, text.ShortCommit(cr.BaseCommit))
+	}
+	s := fmt.Sprintf("measured again under the changed measure on %s: %s=%s", code, e.spec.Eval.Metric, measured)
+	if len(b.Values) > 1 {
+		s += fmt.Sprintf(" (mean of %d runs, stddev %s)", len(b.Values), b.Stddev)
+	}
+	if best != measured {
+		s += "; judging against the given " + best
+	}
+	return s + "; earlier rounds keep their verdicts"
+}
+
+// baselineFailed fails the run because round 0 could not measure the code:
+// what says how ("failed to train"), insight why.
+func (e *engine) baselineFailed(what, insight string) {
+	cr := e.st.CurrentRound
+	msg := fmt.Sprintf("the unmodified code %s, so there is no baseline: %s", what, insight)
+	switch {
+	case cr.Note != "":
+		msg = fmt.Sprintf("measuring the baseline again under the changed measure: the code at %s %s: %s", text.ShortCommit(cr.BaseCommit), what, insight)
+	case e.givenBaseline() != "":
+		msg = fmt.Sprintf("preflight failed before round 1 (the baseline is given, but training and evaluation must work): the unmodified code %s: %s", what, insight)
+	}
+	e.fail(v1alpha1.ReasonBaselineFailed, msg)
+}
+
 func (e *engine) baselineMessage() {
 	e.st.Message = fmt.Sprintf("R0: %s=%s — %s", e.spec.Eval.Metric, e.st.Baseline.Value, v1alpha1.VerdictBaseline)
 }
 
-// baselineRuns is how many times the unmodified code is measured.
-func (e *engine) baselineRuns() int32 {
+// givenBaseline is the baseline the protocol gives, "" when round 0
+// measures it.
+func (e *engine) givenBaseline() string {
 	if b := e.spec.Baseline; b != nil {
+		return string(b.Value)
+	}
+	return ""
+}
+
+// baselineRuns is how many times round 0 trains and evaluates: once for a
+// given baseline's preflight, otherwise spec.baseline.runs.
+func (e *engine) baselineRuns() int32 {
+	if b := e.spec.Baseline; b != nil && b.Value == "" {
 		return b.Runs
 	}
 	return 1

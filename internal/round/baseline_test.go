@@ -130,7 +130,7 @@ func TestNextBaseline(t *testing.T) {
 			obs:   eval(0, EvalResult{Exit: ProcessExit{Duration: evalTime}}),
 			want: view{
 				Phase:    v1alpha1.PhaseFailed,
-				Message:  "the unmodified code could not be evaluated: evaluation printed no val_bpb (training-log metrics are never used)",
+				Message:  "the unmodified code could not be evaluated, so there is no baseline: evaluation printed no val_bpb (training-log metrics are never used)",
 				Baseline: &v1alpha1.BaselineResult{}, Failed: baselineFailed,
 			},
 		},
@@ -140,8 +140,50 @@ func TestNextBaseline(t *testing.T) {
 			obs:   eval(0, EvalResult{Exit: ProcessExit{ExitCode: 2}}),
 			want: view{
 				Phase:    v1alpha1.PhaseFailed,
-				Message:  "the unmodified code could not be evaluated: evaluation exited with code 2 and printed no usable val_bpb (training-log metrics are never used)",
+				Message:  "the unmodified code could not be evaluated, so there is no baseline: evaluation exited with code 2 and printed no usable val_bpb (training-log metrics are never used)",
 				Baseline: &v1alpha1.BaselineResult{Values: []string{"0.99"}}, Failed: baselineFailed,
+			},
+		},
+		"a given baseline's preflight keeps the given value and the measurement": {
+			spec:  givenBaseline,
+			setup: preflightTrained,
+			obs:   evaluated(0, "1.07"),
+			wantActions: []Action{
+				{Type: ActionReportRound, Round: 0, Record: &v1alpha1.RoundRecord{
+					Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: "1.0", Verdict: v1alpha1.VerdictBaseline,
+					Insight: "baseline given in the protocol; the preflight of the unmodified code measured val_bpb=1.07; judging against the given 1.0",
+					Commit:  startCommit,
+				}},
+				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
+			},
+			want: view{
+				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline",
+				Baseline: &v1alpha1.BaselineResult{Value: "1.0", Values: []string{"1.07"}},
+				Best:     &v1alpha1.BestResult{Round: 0, Value: "1.0", Commit: startCommit},
+				Failed:   notFailed,
+			},
+		},
+		"a given baseline runs once whatever runs says": {
+			spec: func(s *v1alpha1.AutoResearchSpec) {
+				s.Baseline = &v1alpha1.BaselineSpec{Value: "1.0", Runs: 3}
+			},
+			setup:       func(d *driver) { d.next(tick()); d.next(workspaceReady()) },
+			obs:         trained(0),
+			wantActions: []Action{{Type: ActionRunEval, Round: 0, Sample: 1, BaseCommit: startCommit, Code: startCommit}},
+			want: view{
+				Phase: v1alpha1.PhaseBaseline, Message: "preflight: running the unmodified code once (the baseline is given)",
+				Baseline: &v1alpha1.BaselineResult{}, Failed: notFailed,
+			},
+		},
+		"a given baseline's preflight without the metric fails fast": {
+			spec:  givenBaseline,
+			setup: preflightTrained,
+			obs:   eval(0, EvalResult{Exit: ProcessExit{Duration: evalTime}}),
+			want: view{
+				Phase: v1alpha1.PhaseFailed,
+				Message: "preflight failed before round 1 (the baseline is given, but training and evaluation must work): " +
+					"the unmodified code could not be evaluated: evaluation printed no val_bpb (training-log metrics are never used)",
+				Baseline: &v1alpha1.BaselineResult{}, Failed: baselineFailed,
 			},
 		},
 		"changed fixed files fail the baseline": {

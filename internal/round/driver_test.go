@@ -45,8 +45,8 @@ func testSpec() *v1alpha1.AutoResearchSpec {
 		SpecObj()
 }
 
-// givenBaseline sets a known baseline of 1.0 so that round 1 starts right
-// after the workspace is ready.
+// givenBaseline sets a known baseline of 1.0, so that round 1 starts right
+// after the one preflight run of round 0.
 func givenBaseline(s *v1alpha1.AutoResearchSpec) {
 	s.Baseline = &v1alpha1.BaselineSpec{Value: "1.0"}
 }
@@ -84,11 +84,26 @@ func (d *driver) next(obs Observation) []Action {
 }
 
 // start prepares the workspace, after which round 0 or, with a given
-// baseline, round 1 is running.
+// baseline, round 1 is running: the given baseline's preflight run
+// measures the given value. It returns the last observation's actions.
 func (d *driver) start() []Action {
 	d.t.Helper()
 	d.next(tick())
-	return d.next(workspaceReady())
+	acts := d.next(workspaceReady())
+	if b := d.spec.Baseline; b != nil && b.Value != "" {
+		d.next(trained(0))
+		acts = d.next(evaluated(0, string(b.Value)))
+	}
+	return acts
+}
+
+// preflightTrained prepares the workspace and trains round 0's one run,
+// which is to be evaluated.
+func preflightTrained(d *driver) {
+	d.t.Helper()
+	d.next(tick())
+	d.next(workspaceReady())
+	d.next(trained(0))
 }
 
 // current is the number of the round in progress.

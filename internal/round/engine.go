@@ -89,6 +89,8 @@ func (e *engine) handle(obs Observation) {
 		}
 	case ObserveFinished:
 		e.finished(obs)
+	case ObserveRebaseline:
+		e.rebaseline(obs.Changed)
 	}
 }
 
@@ -178,10 +180,7 @@ func (e *engine) nextRound() {
 		return
 	}
 	n := e.st.CompletedRounds + 1
-	base := e.st.Workspace.StartCommit
-	if e.st.Best != nil && e.st.Best.Commit != "" {
-		base = e.st.Best.Commit
-	}
+	base := BestCommit(&e.st)
 	seen := min(int(e.st.GuidanceSeen), len(e.spec.Guidance))
 	e.st.GuidanceSeen = int32(len(e.spec.Guidance))
 	e.st.Round = n
@@ -203,12 +202,17 @@ func (e *engine) nextRound() {
 // recordRound keeps the round in the bounded history, counts its verdict and
 // reports it to the adapter. The baseline's record stays first in the
 // history beside the last spec.historyLimit rounds, since every prompt
-// shows it.
+// shows it; a baseline measured again replaces it.
 func (e *engine) recordRound(rec v1alpha1.RoundRecord, count bool) {
-	h := append(e.st.History, rec)
+	h := append([]v1alpha1.RoundRecord(nil), e.st.History...)
 	var baseline []v1alpha1.RoundRecord
-	if h[0].Round == 0 && rec.Round != 0 {
+	if len(h) > 0 && h[0].Round == 0 {
 		baseline, h = h[:1], h[1:]
+	}
+	if rec.Round == 0 {
+		baseline = []v1alpha1.RoundRecord{rec}
+	} else {
+		h = append(h, rec)
 	}
 	if over := len(h) - int(e.spec.HistoryLimit); over > 0 {
 		h = h[over:]

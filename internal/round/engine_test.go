@@ -56,20 +56,32 @@ func TestNextStart(t *testing.T) {
 				Conditions: map[string]string{"Ready": "True/WorkspaceReady", "Progressing": "True/RoundInProgress", "Failed": "False/NoFailure"},
 			},
 		},
-		"given baseline skips round 0 and starts round 1 from the start commit": {
+		"given baseline still runs the unmodified code once as a preflight": {
+			spec:        givenBaseline,
+			setup:       func(d *driver) { d.next(tick()) },
+			obs:         workspaceReady(),
+			wantActions: []Action{{Type: ActionRunTrain, Round: 0, Sample: 1, BaseCommit: startCommit, Code: startCommit}},
+			want: view{
+				Phase: v1alpha1.PhaseBaseline, Message: "preflight: running the unmodified code once (the baseline is given)", Step: v1alpha1.StepTrain,
+				Workspace: workspace, Baseline: &v1alpha1.BaselineResult{},
+				Conditions: map[string]string{"Ready": "True/WorkspaceReady", "Progressing": "True/RoundInProgress", "Failed": "False/NoFailure"},
+			},
+		},
+		"given baseline's preflight keeps the given value and starts round 1 from the start commit": {
 			spec:  givenBaseline,
-			setup: func(d *driver) { d.next(tick()) },
-			obs:   workspaceReady(),
+			setup: preflightTrained,
+			obs:   evaluated(0, "1.03"),
 			wantActions: []Action{
 				{Type: ActionReportRound, Round: 0, Record: &v1alpha1.RoundRecord{
 					Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: "1.0", Verdict: v1alpha1.VerdictBaseline,
-					Insight: "baseline given in the protocol", Commit: startCommit, CompletionTime: timeAt(tObs),
+					Insight: "baseline given in the protocol; the preflight of the unmodified code measured val_bpb=1.03; judging against the given 1.0",
+					Commit:  startCommit,
 				}},
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
 			},
 			want: view{
 				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline", Round: 1, Step: v1alpha1.StepResearcher,
-				Workspace: workspace, Baseline: &v1alpha1.BaselineResult{Value: "1.0"},
+				Workspace: workspace, Baseline: &v1alpha1.BaselineResult{Value: "1.0", Values: []string{"1.03"}},
 				Best:       &v1alpha1.BestResult{Round: 0, Value: "1.0", Commit: startCommit},
 				Conditions: map[string]string{"Ready": "True/WorkspaceReady", "Progressing": "True/RoundInProgress", "Failed": "False/NoFailure"},
 			},
@@ -80,18 +92,19 @@ func TestNextStart(t *testing.T) {
 				s.Target = target
 				s.Baseline = &v1alpha1.BaselineSpec{Value: "1.0"}
 			},
-			setup: func(d *driver) { d.next(tick()) },
-			obs:   workspaceReady(),
+			setup: preflightTrained,
+			obs:   evaluated(0, "1.0"),
 			wantActions: []Action{
 				{Type: ActionReportRound, Round: 0, Record: &v1alpha1.RoundRecord{
 					Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: "1.0", Verdict: v1alpha1.VerdictBaseline,
-					Insight: "baseline given in the protocol", Commit: startCommit, CompletionTime: timeAt(tObs),
+					Insight: "baseline given in the protocol; the preflight of the unmodified code measured val_bpb=1; judging against the given 1.0",
+					Commit:  startCommit,
 				}},
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
 			},
 			want: view{
 				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline", Round: 1, Step: v1alpha1.StepResearcher,
-				Workspace: workspace, Baseline: &v1alpha1.BaselineResult{Value: "1.0"},
+				Workspace: workspace, Baseline: &v1alpha1.BaselineResult{Value: "1.0", Values: []string{"1.0"}},
 				Best:       &v1alpha1.BestResult{Round: 0, Value: "1.0", Commit: startCommit},
 				Conditions: map[string]string{"Ready": "True/WorkspaceReady", "Progressing": "True/RoundInProgress", "Failed": "False/NoFailure"},
 			},
@@ -199,8 +212,8 @@ func TestNextGuidance(t *testing.T) {
 	}{
 		"notes given at the start reach round 1": {
 			notes: []string{"try AdamW"},
-			setup: func(d *driver) { d.next(tick()) },
-			obs:   workspaceReady(),
+			setup: preflightTrained,
+			obs:   evaluated(0, "1.0"),
 			want:  view{Guidance: []string{"try AdamW"}, Note: "try AdamW", GuidanceSeen: 1},
 		},
 		"round without new notes has no note but the Researcher still sees them all": {

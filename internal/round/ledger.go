@@ -41,11 +41,18 @@ func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatu
 	return u
 }
 
-// baselineLedger is the baseline's row 0, which the first round's
-// preparation writes: round 0 has no git step of its own to do it.
+// baselineLedger is the baseline's row 0, which the preparation of the
+// round that starts once the baseline is measured writes: round 0 has no
+// git step of its own to do it. That is round 1, or the round after a
+// baseline measured again, which started the moment the baseline's record
+// was completed.
 func baselineLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) *steps.LedgerUpdate {
+	cr := st.CurrentRound
 	for _, h := range st.History {
-		if h.Round == 0 {
+		if h.Round != 0 {
+			continue
+		}
+		if cr.Number == 1 || (h.CompletionTime != nil && cr.StartTime != nil && h.CompletionTime.Equal(cr.StartTime)) {
 			return ledgerUpdate(spec, st, ledgerRunning, &h, "")
 		}
 	}

@@ -41,10 +41,12 @@ type lab struct {
 	trace []string
 	// ledger holds the rows the steps wrote, by round, as experiences.md
 	// would: a step done again rewrites its row.
-	ledger   map[int32]steps.LedgerRound
-	reported []int32
-	warnings []string
-	finish   *Action
+	ledger map[int32]steps.LedgerRound
+	// baselineRowBy lists the rounds whose Researcher step carried row 0.
+	baselineRowBy []int32
+	reported      []int32
+	warnings      []string
+	finish        *Action
 }
 
 func newLab(d *driver, baseline []string, rounds map[int32][]attempt) *lab {
@@ -171,6 +173,9 @@ func waitsFor(t ActionType) bool {
 func (l *lab) write(a Action) {
 	if a.Ledger != nil && a.Ledger.Round != nil {
 		l.ledger[a.Ledger.Round.Round] = *a.Ledger.Round
+		if a.Type == ActionRunResearcher && a.Ledger.Round.Round == 0 {
+			l.baselineRowBy = append(l.baselineRowBy, a.Round)
+		}
 	}
 }
 
@@ -284,7 +289,8 @@ func TestScenarioMaximizeWithPlateauToMaxRounds(t *testing.T) {
 		s.MaxRounds = 5
 		s.PlateauRounds = 2
 	})
-	l := newLab(d, nil, map[int32][]attempt{
+	// The preflight measures 0.52; the given 0.5 stays the one judged against.
+	l := newLab(d, []string{"0.52"}, map[int32][]attempt{
 		1: {{value: "0.6"}},
 		2: {{value: "0.55"}},
 		3: {{value: "0.6"}}, // equal: not an improvement
@@ -333,7 +339,7 @@ func TestScenarioInterruptedAndContinued(t *testing.T) {
 		s.Baseline = &v1alpha1.BaselineSpec{Value: "1.0"}
 		s.MaxRounds = 2
 	})
-	l := newLab(d, nil, map[int32][]attempt{
+	l := newLab(d, []string{"1.02"}, map[int32][]attempt{
 		1: {{value: "0.9"}},
 		// The first attempt of round 2 dies during training; the restart
 		// is a new Researcher run from the same base.
@@ -362,7 +368,7 @@ func TestScenarioInterruptedAndContinued(t *testing.T) {
 		t.Errorf("ledger (-want +got):\n%s", diff)
 	}
 	wantTrace := []string{
-		"R0 PrepareWorkspace",
+		"R0 PrepareWorkspace", "R0 RunTrain", "R0 RunEval",
 		"R1 RunResearcher from 5a5a5a5", "R1 CheckCompliance", "R1 RunTrain", "R1 RunEval", "R1 Commit abc0001",
 		"R2 RunResearcher from abc0001", "R2 CheckCompliance", "R2 RunTrain (interrupted)",
 		"R2 RunResearcher from abc0001", "R2 CheckCompliance", "R2 RunTrain", "R2 RunEval", "R2 Rollback to abc0001",
@@ -378,5 +384,131 @@ func TestScenarioInterruptedAndContinued(t *testing.T) {
 	}
 	if diff := cmp.Diff(&v1alpha1.BestResult{Round: 3, Value: "0.8", Commit: commitOf(3)}, d.st.Best); diff != "" {
 		t.Errorf("best (-want +got):\n%s", diff)
+	}
+}
+
+// TestScenarioPreflightOfAGivenBaseline: a given baseline does not spare
+// the unmodified code one run, so a broken training fails the experiment
+// before round 1; once fixed and accepted, the preflight runs again.
+func TestScenarioPreflightOfAGivenBaseline(t *testing.T) {
+	d := newDriver(t, func(s *v1alpha1.AutoResearchSpec) {
+		s.Baseline = &v1alpha1.BaselineSpec{Value: "1.0"}
+		s.MaxRounds = 1
+	})
+	l := newLab(d, []string{"1.01"}, map[int32][]attempt{
+		0: {{trainExit: 2}},
+		1: {{value: "0.9"}},
+	})
+	l.run(tick())
+
+	if diff := cmp.Diff([]string{"R0 PrepareWorkspace", "R0 RunTrain"}, l.trace); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	wantMsg := "preflight failed before round 1 (the baseline is given, but training and evaluation must work): the unmodified code failed to train: crash: training exited with code 2"
+	if d.st.Phase != v1alpha1.PhaseFailed || d.st.Message != wantMsg {
+		t.Errorf("after a broken preflight: %s %q, want Failed %q", d.st.Phase, d.st.Message, wantMsg)
+	}
+	if got := conditions(d.st, v1alpha1.ConditionFailed); got["Failed"] != "True/BaselineFailed" {
+		t.Errorf("Failed condition = %v, want BaselineFailed", got)
+	}
+	if len(l.ledger) != 0 {
+		t.Errorf("a failed preflight wrote ledger rows: %v", l.rows())
+	}
+
+	// The user fixes the train command and accepts the changed measure.
+	d.spec.Train.Command = "uv run train.py --fixed"
+	delete(l.rounds, 0)
+	l.checkCurrent = true
+	l.run(Observation{Kind: ObserveRebaseline, Changed: []string{"spec.train.command"}})
+
+	if d.st.Phase != v1alpha1.PhaseSucceeded {
+		t.Fatalf("phase %s (%s), want Succeeded", d.st.Phase, d.st.Message)
+	}
+	if diff := cmp.Diff([]string{"R0 baseline 1.0", "R1 improved 0.9"}, l.rows()); diff != "" {
+		t.Errorf("ledger (-want +got):\n%s", diff)
+	}
+	want := &v1alpha1.BaselineResult{Value: "1.0", Values: []string{"1.01"}}
+	if diff := cmp.Diff(want, d.st.Baseline); diff != "" {
+		t.Errorf("baseline (-want +got):\n%s", diff)
+	}
+}
+
+// TestScenarioRebaselineAfterAChangedMeasure: a measure changed mid-run
+// measures the baseline again on the best code; rounds done keep their
+// verdicts, a round in progress starts again, and the next rounds are
+// judged against the new measurement.
+func TestScenarioRebaselineAfterAChangedMeasure(t *testing.T) {
+	d := newDriver(t, func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 4 })
+	l := newLab(d, []string{"1.0"}, map[int32][]attempt{
+		1: {{value: "0.9"}},
+		2: {{value: "0.95"}},
+		// The first attempt of round 3 is cut short by the change.
+		3: {{value: "0.1"}, {value: "0.85"}},
+		4: {{value: "0.7"}},
+	})
+	l.checkCurrent = true
+	l.interrupt = "R3 RunTrain"
+	l.run(tick())
+
+	d.spec.Eval.Command = "uv run eval.py --full"
+	// The adapter puts the worktree back on the best code.
+	l.head = BestCommit(&d.st)
+	l.baseline = []string{"0.8"}
+	l.run(Observation{Kind: ObserveRebaseline, Changed: []string{"spec.eval.command"}})
+
+	wantRows := []string{
+		"R0 baseline 0.8",
+		"R1 improved 0.9",
+		"R2 not_improved 0.95",
+		"R3 not_improved 0.85",
+		"R4 improved 0.7",
+	}
+	if diff := cmp.Diff(wantRows, l.rows()); diff != "" {
+		t.Errorf("ledger (-want +got):\n%s", diff)
+	}
+	wantTrace := []string{
+		"R0 PrepareWorkspace", "R0 RunTrain", "R0 RunEval",
+		"R1 RunResearcher from 5a5a5a5", "R1 CheckCompliance", "R1 RunTrain", "R1 RunEval", "R1 Commit abc0001",
+		"R2 RunResearcher from abc0001", "R2 CheckCompliance", "R2 RunTrain", "R2 RunEval", "R2 Rollback to abc0001",
+		"R3 RunResearcher from abc0001", "R3 CheckCompliance", "R3 RunTrain (interrupted)",
+		"R0 RunTrain", "R0 RunEval",
+		"R3 RunResearcher from abc0001", "R3 CheckCompliance", "R3 RunTrain", "R3 RunEval", "R3 Rollback to abc0001",
+		"R4 RunResearcher from abc0001", "R4 CheckCompliance", "R4 RunTrain", "R4 RunEval", "R4 Commit abc0004",
+		"R4 Finish completed",
+	}
+	if diff := cmp.Diff(wantTrace, l.trace); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{v1alpha1.ReasonRoundRestarted}, l.warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	// Row 0 is written before round 1, and again before the first round
+	// judged against the new measurement.
+	if diff := cmp.Diff([]int32{1, 3}, l.baselineRowBy); diff != "" {
+		t.Errorf("rounds writing row 0 (-want +got):\n%s", diff)
+	}
+	row0 := l.ledger[0]
+	wantInsight := "measured again under the changed measure on the best code so far (R1, abc0001): val_bpb=0.8; earlier rounds keep their verdicts"
+	if row0.Insight != wantInsight || row0.Note != "measure changed (spec.eval.command); baseline measured again" || row0.Commit != commitOf(1) {
+		t.Errorf("row 0 = %+v, want the new measurement explained", row0)
+	}
+	type final struct {
+		Phase    v1alpha1.Phase
+		Baseline *v1alpha1.BaselineResult
+		Best     *v1alpha1.BestResult
+		Counts   map[v1alpha1.Verdict]int32
+	}
+	got := final{d.st.Phase, d.st.Baseline, d.st.Best, d.st.VerdictCounts}
+	want := final{
+		Phase:    v1alpha1.PhaseSucceeded,
+		Baseline: &v1alpha1.BaselineResult{Value: "0.8", Stddev: "0", Samples: 1, Values: []string{"0.8"}},
+		Best:     &v1alpha1.BestResult{Round: 4, Value: "0.7", Commit: commitOf(4)},
+		Counts:   map[v1alpha1.Verdict]int32{v1alpha1.VerdictImproved: 2, v1alpha1.VerdictNotImproved: 2},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("final status (-want +got):\n%s", diff)
+	}
+	if h := d.st.History[0]; h.Round != 0 || h.Value != "0.8" {
+		t.Errorf("history starts with %+v, want the new baseline", h)
 	}
 }

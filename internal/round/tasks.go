@@ -62,13 +62,22 @@ func (e *engine) roundTasks(n int32) []string {
 	)
 }
 
-// baselineTasks is the task list of round 0, which measures the unmodified code.
-func (e *engine) baselineTasks() []string {
+// baselineTasks is the task list of round 0, which measures the unmodified
+// code, or the best code when again is set.
+func (e *engine) baselineTasks(again bool) []string {
 	s := e.spec
+	what := "skipped: the baseline measures the unmodified code"
+	if again {
+		what = "skipped: the baseline is measured again on the best code"
+	}
+	runs := fmt.Sprintf("%d run(s)", e.baselineRuns())
+	if e.givenBaseline() != "" {
+		runs = "1 preflight run; the baseline is given"
+	}
 	return tasks(0,
-		"skipped: the baseline measures the unmodified code",
+		what,
 		"skipped: nothing changed",
-		fmt.Sprintf("%s (limit: %s, %d run(s))", s.Train.Command, s.Fixed.TimeLimit.Duration, e.baselineRuns()),
+		fmt.Sprintf("%s (limit: %s, %s)", s.Train.Command, s.Fixed.TimeLimit.Duration, runs),
 		s.Eval.Command,
 		"nothing to commit",
 		fmt.Sprintf("0/%d", s.MaxRounds),

@@ -46,8 +46,8 @@ func TestRoundTasksInProgress(t *testing.T) {
 		want  []string
 	}{
 		"new round": {
-			setup: func(d *driver) { d.next(tick()) },
-			obs:   workspaceReady(),
+			setup: preflightTrained,
+			obs:   evaluated(0, "1.0"),
 			want:  round1Tasks,
 		},
 		"kernel targets are checked for parity": {
@@ -55,8 +55,8 @@ func TestRoundTasksInProgress(t *testing.T) {
 				s.Variable.Files = []v1alpha1.RelativePath{"train.py", "kernels.py"}
 				s.KernelTargets = []v1alpha1.KernelTarget{{Name: "rmsnorm"}, {Name: "rope"}}
 			},
-			setup: func(d *driver) { d.next(tick()) },
-			obs:   workspaceReady(),
+			setup: preflightTrained,
+			obs:   evaluated(0, "1.0"),
 			want: with(round1Tasks, map[int]string{
 				0: "R1 S1: Researcher — improve val_bpb on train.py, kernels.py",
 				1: "R1 S2: Compliance — files + parity (2 kernels)",
@@ -294,8 +294,16 @@ func TestRoundTasksOfBaselineRecord(t *testing.T) {
 				"R0 S6: Termination — 0/10",
 			},
 		},
-		"given baseline has no round to list": {
+		"given baseline lists its preflight": {
 			baseline: &v1alpha1.BaselineSpec{Value: "0.98"},
+			want: []string{
+				"R0 S1: Researcher — skipped: the baseline measures the unmodified code",
+				"R0 S2: Compliance — skipped: nothing changed",
+				"R0 S3: Train — baseline run 1/1 done 2m0s",
+				"R0 S4: Eval — baseline run 1/1: val_bpb=0.98",
+				"R0 S5: Git — nothing to commit",
+				"R0 S6: Termination — 0/10",
+			},
 		},
 	}
 	for name, tc := range cases {

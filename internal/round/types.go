@@ -100,6 +100,12 @@ const (
 	ObserveRolledBack         ObservationKind = "RolledBack"
 	// ObserveFinished reports the commit holding the final ledger.
 	ObserveFinished ObservationKind = "Finished"
+	// ObserveRebaseline reports that the user accepted a changed measure
+	// (Changed lists what changed) for an experiment under way: nothing of
+	// the current step survived, and the adapter put the worktree back on
+	// BestCommit. The baseline is measured again there before the next
+	// round.
+	ObserveRebaseline ObservationKind = "Rebaseline"
 )
 
 // Observation is the result of the action the engine waits for.
@@ -118,6 +124,8 @@ type Observation struct {
 	Commit string
 	// Error explains a failed workspace preparation.
 	Error string
+	// Changed lists the parts of the protocol a rebaseline follows.
+	Changed []string
 }
 
 // ProcessExit is how a user process ended.

@@ -21,17 +21,18 @@ func TestNextUsage(t *testing.T) {
 		usage    []v1alpha1.Usage
 		want     v1alpha1.Usage
 	}{
+		// A given baseline's preflight run counts as well.
 		"one GPU": {
 			gpus:     1,
 			baseline: &v1alpha1.BaselineSpec{Value: "1.0"},
 			usage:    []v1alpha1.Usage{{InputTokens: 1000, OutputTokens: 200, Cost: "0.1"}, {InputTokens: 500, OutputTokens: 100, Cost: "0.2"}},
-			want:     v1alpha1.Usage{GPUSeconds: 2 * 150, ResearcherSeconds: 90 + 31, InputTokens: 1500, OutputTokens: 300, Cost: "0.3"},
+			want:     v1alpha1.Usage{GPUSeconds: (1 + 2) * 150, ResearcherSeconds: 90 + 31, InputTokens: 1500, OutputTokens: 300, Cost: "0.3"},
 		},
 		"two GPUs count twice": {
 			gpus:     2,
 			baseline: &v1alpha1.BaselineSpec{Value: "1.0"},
 			usage:    []v1alpha1.Usage{{}, {}},
-			want:     v1alpha1.Usage{GPUSeconds: 2 * 2 * 150, ResearcherSeconds: 121},
+			want:     v1alpha1.Usage{GPUSeconds: 2 * (1 + 2) * 150, ResearcherSeconds: 121},
 		},
 		"no GPU": {
 			baseline: &v1alpha1.BaselineSpec{Value: "1.0"},

@@ -86,7 +86,7 @@ func (e *engine) trainFinished(r TrainResult) {
 	if verdict != "" {
 		e.setTask(v1alpha1.StepTrain, "%s", verdict)
 		if cr.Number == 0 {
-			e.fail(v1alpha1.ReasonBaselineFailed, "the unmodified code failed to train, so there is no baseline: "+insight)
+			e.baselineFailed("failed to train", insight)
 			return
 		}
 		e.decide(verdict, insight)
@@ -125,7 +125,7 @@ func (e *engine) evalFinished(r EvalResult) {
 		insight := e.evalFailure(r)
 		e.setTask(v1alpha1.StepEval, "no %s", metricName)
 		if cr.Number == 0 {
-			e.fail(v1alpha1.ReasonBaselineFailed, "the unmodified code could not be evaluated: "+insight)
+			e.baselineFailed("could not be evaluated", insight)
 			return
 		}
 		e.decide(v1alpha1.VerdictEvalFailed, insight)

@@ -28,8 +28,9 @@ const (
 	stateFile  = "state.json"
 	notesFile  = "notes.txt"
 	resultFile = "researcher-result.json"
-	// protocolFile keeps the protocol the experiment started with, whose
-	// measure (spec.AutoResearchSpec.FrozenChanges) may not change.
+	// protocolFile keeps the protocol the experiment started with, or the
+	// one a rebaseline accepted, whose measure
+	// (spec.AutoResearchSpec.FrozenChanges) may not change.
 	protocolFile = "protocol.json"
 	// DefaultGrace is the buffer past the time limit before a process is
 	// stopped (the seed's time_limit + 30 s), and again before it is killed.
@@ -51,6 +52,10 @@ type Options struct {
 	Python string
 	// Now is the clock; defaults to time.Now.
 	Now func() time.Time
+	// Rebaseline accepts a measure that changed since the experiment
+	// started: the new protocol becomes the one in force, and the baseline
+	// is measured again on the best code before the next round.
+	Rebaseline bool
 }
 
 // Local runs one experiment on this machine.
@@ -64,6 +69,8 @@ type Local struct {
 	// toolEnv is the tool environment of training and evaluation, fixed
 	// when the run starts.
 	toolEnv []string
+	// rebaselined says that save must record the protocol in force anew.
+	rebaselined bool
 }
 
 // Run runs the experiment until it finishes, fails, is suspended or is
@@ -162,11 +169,15 @@ func (l *Local) load(ctx context.Context) (round.Observation, error) {
 		if err := json.Unmarshal(data, &l.status); err != nil {
 			return round.Observation{}, fmt.Errorf("reading the saved state: %w (delete %s to rebuild it from experiences.md)", err, filepath.Join(l.x.StateDir(), stateFile))
 		}
-		if err := l.checkProtocol(); err != nil {
+		changed, err := l.checkProtocol()
+		if err != nil {
 			return round.Observation{}, err
 		}
 		if err := l.openWorkspace(); err != nil {
 			return round.Observation{}, err
+		}
+		if len(changed) > 0 {
+			return l.rebaseline(ctx, changed)
 		}
 		return round.Observation{Kind: round.ObserveResumed}, nil
 	case !errors.Is(err, os.ErrNotExist):
@@ -182,24 +193,43 @@ func (l *Local) load(ctx context.Context) (round.Observation, error) {
 }
 
 // checkProtocol refuses to go on under another measure than the one the
-// experiment started with, as the CRD's transition rules do on a cluster.
-func (l *Local) checkProtocol() error {
+// experiment started with, as the CRD's transition rules do on a cluster,
+// unless Options.Rebaseline accepts it: then it returns what changed.
+func (l *Local) checkProtocol() ([]string, error) {
 	data, err := os.ReadFile(filepath.Join(l.x.StateDir(), protocolFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var started v1alpha1.AutoResearchSpec
 	if err := json.Unmarshal(data, &started); err != nil {
-		return fmt.Errorf("reading the protocol the experiment started with: %w", err)
+		return nil, fmt.Errorf("reading the protocol the experiment started with: %w", err)
 	}
-	if changed := l.spec.FrozenChanges(&started); len(changed) > 0 {
-		return fmt.Errorf("%s changed since the experiment started, but the baseline and every verdict were measured under the old value; put it back, or start a new experiment (another metadata.name or --worktree)",
+	changed := l.spec.FrozenChanges(&started)
+	if len(changed) > 0 && !l.opts.Rebaseline {
+		return nil, fmt.Errorf("%s changed since the experiment started, but the baseline and every verdict were measured under the old value; put it back, "+
+			"run again with --rebaseline to measure the baseline again on the best code under the new value (the rounds done keep their verdicts), "+
+			"or start a new experiment (another metadata.name or --worktree)",
 			strings.Join(changed, ", "))
 	}
-	return nil
+	return changed, nil
+}
+
+// rebaseline accepts the changed measure: the worktree goes back on the
+// best code, where the engine measures the baseline again, and save records
+// the new protocol once the status that measures it is saved.
+func (l *Local) rebaseline(ctx context.Context, changed []string) (round.Observation, error) {
+	if l.ws != nil {
+		if err := l.ws.Rollback(ctx, round.BestCommit(&l.status)); err != nil {
+			return round.Observation{}, err
+		}
+	}
+	l.rebaselined = true
+	l.out.printf("The measure changed (%s): measuring the baseline again on the best code before the next round; the rounds done keep their verdicts.\n",
+		strings.Join(changed, ", "))
+	return round.Observation{Kind: round.ObserveRebaseline, Changed: changed}, nil
 }
 
 func (l *Local) openWorkspace() error {
@@ -296,13 +326,19 @@ func (l *Local) save() error {
 		return err
 	}
 	protocol := filepath.Join(dir, protocolFile)
-	if _, err := os.Stat(protocol); !errors.Is(err, os.ErrNotExist) {
-		return err
+	if !l.rebaselined {
+		if _, err := os.Stat(protocol); !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	if data, err = json.Marshal(l.x.Object.Spec); err != nil {
 		return err
 	}
-	return workspace.WriteFileAtomic(protocol, data)
+	if err := workspace.WriteFileAtomic(protocol, data); err != nil {
+		return err
+	}
+	l.rebaselined = false
+	return nil
 }
 
 // perform does one action. It returns the observation for actions the

@@ -394,6 +394,100 @@ func TestRefusesAChangedMeasure(t *testing.T) {
 	}
 }
 
+// TestRebaselineAcceptsAChangedMeasure: --rebaseline takes the changed
+// evaluation as the one in force and measures the baseline again on the
+// best code; the rounds done keep their verdicts, the next are judged
+// against the new measurement.
+func TestRebaselineAcceptsAChangedMeasure(t *testing.T) {
+	files := toyFiles(improvePlan, "")
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
+	repo := newRepo(t, files)
+	x := load(t, repo)
+	if st, out := run(t, x, Options{}); st.Best == nil || st.Best.Value != "20" {
+		t.Fatalf("first run: best %+v, want 20\n%s", st.Best, out)
+	}
+	raise(t, repo, "maxRounds: 1", "maxRounds: 2")
+	// The new evaluation prints 120 for a SCORE of 20.
+	raise(t, repo, `command: "./eval.sh"`, `command: "./eval.sh | sed 's/score: /score: 1/'"`)
+
+	_, err := Run(context.Background(), load(t, repo), Options{})
+	if err == nil || !strings.Contains(err.Error(), "spec.eval.command changed") || !strings.Contains(err.Error(), "--rebaseline") {
+		t.Fatalf("error %v, want the changed command refused with --rebaseline offered", err)
+	}
+
+	st, out := run(t, load(t, repo), Options{Rebaseline: true})
+
+	if st.Phase != v1alpha1.PhaseSucceeded || st.CompletedRounds != 2 {
+		t.Fatalf("rebaselined run: %s after %d rounds (%s)\n%s", st.Phase, st.CompletedRounds, st.Message, out)
+	}
+	if !strings.Contains(out, "measuring the baseline again on the best code") {
+		t.Errorf("the rebaseline is not explained:\n%s", out)
+	}
+	if st.Baseline.Value != "120" || st.Best.Value != "120" || st.Best.Round != 1 {
+		t.Errorf("baseline %+v, best %+v; want 120 measured again on round 1's code", st.Baseline, st.Best)
+	}
+	want := []string{"0:baseline", "1:improved", "2:not_improved"}
+	if diff := cmp.Diff(want, verdicts(ledger(t, x))); diff != "" {
+		t.Errorf("ledger verdicts (-want +got):\n%s", diff)
+	}
+	rows := ledger(t, x).Rows
+	if rows[0].Result != "score=120" || !strings.Contains(rows[0].Note, "measure changed (spec.eval.command)") ||
+		!strings.Contains(rows[0].Insight, "best code so far (R1") {
+		t.Errorf("row 0 = %+v, want the new measurement explained", rows[0])
+	}
+	if rows[1].Result != "score=20" || rows[2].Result != "score=15" {
+		t.Errorf("rounds 1 and 2 = %q, %q; want round 1 as measured then and round 2 under the new measure", rows[1].Result, rows[2].Result)
+	}
+
+	// The new measure is now the one in force: going on needs no flag.
+	raise(t, repo, "maxRounds: 2", "maxRounds: 3")
+	st, out = run(t, load(t, repo), Options{})
+	if st.CompletedRounds != 3 || st.Best.Value != "130" || st.Best.Round != 3 {
+		t.Errorf("third run: %d rounds, best %+v; want round 3 improved to 130\n%s", st.CompletedRounds, st.Best, out)
+	}
+}
+
+// TestGivenBaselineStillRunsAPreflight: a given baseline is judged
+// against, but the unmodified code still trains and evaluates once, so a
+// broken command fails before any round.
+func TestGivenBaselineStillRunsAPreflight(t *testing.T) {
+	t.Run("working commands", func(t *testing.T) {
+		repo := newRepo(t, toyFiles(improvePlan, "  baseline: {value: \"15\"}\n"))
+		x := load(t, repo)
+
+		st, out := run(t, x, Options{})
+
+		if st.Phase != v1alpha1.PhaseSucceeded {
+			t.Fatalf("phase %s (%s)\n%s", st.Phase, st.Message, out)
+		}
+		if diff := cmp.Diff(&v1alpha1.BaselineResult{Value: "15", Values: []string{"10"}}, st.Baseline); diff != "" {
+			t.Errorf("baseline (-want +got):\n%s", diff)
+		}
+		row := ledger(t, x).Rows[0]
+		if row.Result != "score=15" || !strings.Contains(row.Insight, "preflight of the unmodified code measured score=10; judging against the given 15") {
+			t.Errorf("row 0 = %+v, want the given value and the preflight's", row)
+		}
+		if !strings.Contains(out, "preflight of the unmodified code measured score=10") {
+			t.Errorf("the preflight is not reported:\n%s", out)
+		}
+	})
+	t.Run("broken training", func(t *testing.T) {
+		files := toyFiles(improvePlan, "  baseline: {value: \"15\"}\n")
+		files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], `command: "./prepare.sh && ./train.sh"`, `command: "./prepare.sh && ./missing.sh"`, 1)
+		repo := newRepo(t, files)
+		x := load(t, repo)
+
+		st, out := run(t, x, Options{})
+
+		if st.Phase != v1alpha1.PhaseFailed || !strings.Contains(st.Message, "preflight failed before round 1") {
+			t.Fatalf("phase %s (%s), want a failed preflight\n%s", st.Phase, st.Message, out)
+		}
+		if _, err := os.Stat(filepath.Join(x.StateDir(), "round-1")); !os.IsNotExist(err) {
+			t.Errorf("round 1 ran after a failed preflight: %v", err)
+		}
+	})
+}
+
 func TestSuspendedSpecRunsNothing(t *testing.T) {
 	repo := newRepo(t, toyFiles(improvePlan, "  suspend: true\n"))
 	x := load(t, repo)

@@ -68,9 +68,9 @@ func (r *reporter) progress(l *Local, prev, cur v1alpha1.AutoResearchStatus, act
 			r.printf("\n── Round 0: baseline ──\n")
 		} else {
 			r.printf("\n── Round %d/%d ──\n", c.Number, l.spec.MaxRounds)
-			if c.Note != "" {
-				r.printf("  Note: %s\n", c.Note)
-			}
+		}
+		if c.Note != "" {
+			r.printf("  Note: %s\n", c.Note)
 		}
 		p = &v1alpha1.RoundStatus{Tasks: make([]string, len(c.Tasks))}
 	}
@@ -93,6 +93,11 @@ func (r *reporter) roundReport(l *Local, rec v1alpha1.RoundRecord, cur v1alpha1.
 	m := l.spec.Eval.Metric
 	r.printf("%s\n", round.Headline(m, l.spec.MaxRounds, rec))
 	if rec.Round == 0 {
+		// A given baseline's preflight, or a baseline measured again, says
+		// what was measured.
+		if rec.Insight != "unmodified code" {
+			r.printf("  Insight: %s\n", rec.Insight)
+		}
 		return
 	}
 	if b := cur.Best; b != nil {
