@@ -98,7 +98,10 @@ func (w *Workspace) Checkout(ctx context.Context, commit, dest string) error {
 		if _, err := gitEnv(ctx, w.Root, env, "read-tree", c); err != nil {
 			return err
 		}
-		if _, err := gitEnv(ctx, w.Root, env, "checkout-index", "-a", "-f", "--prefix="+abs+string(filepath.Separator)); err != nil {
+		// Parallel checkout (git 2.32 and later) writes the files with as
+		// many workers as the machine has cores.
+		args := []string{"-c", "checkout.workers=0", "-c", "checkout.thresholdForParallelism=100", "checkout-index", "-a", "-f", "--prefix=" + abs + string(filepath.Separator)}
+		if _, err := gitEnv(ctx, w.Root, env, args...); err != nil {
 			return fmt.Errorf("checking out %s into %s: %w", text.ShortCommit(c), abs, err)
 		}
 		return nil
