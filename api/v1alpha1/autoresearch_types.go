@@ -163,12 +163,15 @@ type AcceptanceSpec struct {
 
 // FixedSpec holds what the Researcher may never change.
 type FixedSpec struct {
-	// files are the fixed files, relative to the experiment directory. The
-	// evaluation code must be among them.
+	// files are the fixed files, relative to the experiment directory: a
+	// file, a directory with everything under it ("eval/"), or a glob
+	// ("eval/**", "*.py"; "**" matches any number of directories). The
+	// evaluation code must be among them. Nothing they match may change,
+	// and no file may be added under them.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
-	Files []RelativePath `json:"files,omitempty"`
+	Files []PathPattern `json:"files,omitempty"`
 
 	// timeLimit is how long training may run, e.g. "5m".
 	// +required
@@ -844,6 +847,29 @@ type WorkspaceStatus struct {
 	// +listType=map
 	// +listMapKey=path
 	FixedFileHashes []FileHash `json:"fixedFileHashes,omitempty"`
+	// fixedRegions are the fixed regions of variable files at the start:
+	// the lines from one holding autoresearch:fixed-begin to the next one
+	// holding autoresearch:fixed-end, which compliance keeps unchanged.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	FixedRegions []FixedRegion `json:"fixedRegions,omitempty"`
+}
+
+// FixedRegion is a fixed region of a variable file.
+type FixedRegion struct {
+	// path of the file, relative to the experiment directory.
+	// +kubebuilder:validation:MaxLength=512
+	// +required
+	Path string `json:"path"`
+	// lines of the region in the start commit, such as "10-14".
+	// +kubebuilder:validation:MaxLength=32
+	// +required
+	Lines string `json:"lines"`
+	// begin is the line of its begin marker, shortened.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Begin string `json:"begin,omitempty"`
 }
 
 // FileHash is a file's SHA-256 sum.

@@ -49,7 +49,7 @@ func (v volume) dir() string { return filepath.Join(v.wt.Dir, "exp") }
 
 var toySpec = v1alpha1.AutoResearchSpec{
 	MaxRounds: 2,
-	Fixed:     v1alpha1.FixedSpec{Files: []v1alpha1.RelativePath{"eval.sh"}},
+	Fixed:     v1alpha1.FixedSpec{Files: []v1alpha1.PathPattern{"eval.sh"}},
 	Variable:  v1alpha1.VariableSpec{Files: []v1alpha1.RelativePath{"train.sh"}},
 	Eval:      v1alpha1.EvalSpec{Metric: "score", Direction: v1alpha1.DirectionMaximize, Command: "./eval.sh"},
 }

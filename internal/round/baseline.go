@@ -17,6 +17,7 @@ func (e *engine) workspaceReady(w WorkspaceResult) {
 		Branch:          w.Branch,
 		StartCommit:     w.StartCommit,
 		FixedFileHashes: w.FixedHashes,
+		FixedRegions:    w.FixedRegions,
 	}
 	if b := e.spec.Baseline; b != nil && b.Value != "" {
 		value := string(b.Value)

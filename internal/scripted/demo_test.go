@@ -74,7 +74,7 @@ func TestDemoPlan(t *testing.T) {
 		}
 		git(t, repo, "add", "-A")
 		changed := strings.Fields(git(t, repo, "diff", "--cached", "--name-only"))
-		touchesFixed := slices.ContainsFunc(changed, func(f string) bool { return slices.Contains(spec.Fixed.Files, v1alpha1.RelativePath(f)) })
+		touchesFixed := slices.ContainsFunc(changed, func(f string) bool { return slices.Contains(spec.Fixed.Files, v1alpha1.PathPattern(f)) })
 		onlyVariable := !slices.ContainsFunc(changed, func(f string) bool { return !slices.Contains(spec.Variable.Files, v1alpha1.RelativePath(f)) })
 		switch {
 		case len(changed) == 0:

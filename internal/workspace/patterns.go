@@ -3,10 +3,11 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"path"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
 
 // A fixed pattern names fixed files relative to the experiment directory:
@@ -19,18 +20,10 @@ import (
 // MatchPattern reports whether the slash path rel, relative to the
 // experiment directory, is pattern or lies under a directory it names.
 func MatchPattern(pattern, rel string) bool {
-	pat := patternSegments(pattern)
-	if len(pat) == 0 {
+	if strings.TrimSuffix(pattern, "/") == "" {
 		return false
 	}
-	segs := strings.Split(rel, "/")
-	// A pattern that matches a parent directory covers everything under it.
-	for n := len(segs); n >= 1; n-- {
-		if matchSegments(pat, segs[:n]) {
-			return true
-		}
-	}
-	return false
+	return v1alpha1.PathPattern(pattern).Matches(rel)
 }
 
 // MatchAnyPattern reports whether rel matches one of patterns, and which.
@@ -57,39 +50,6 @@ func matchFoldAny(patterns []string, rel string) (string, bool) {
 // IsGlob reports whether pattern holds glob syntax rather than naming one
 // file or directory.
 func IsGlob(pattern string) bool { return strings.ContainsAny(pattern, `*?[\`) }
-
-// patternSegments splits a pattern into its segments; a trailing slash
-// only says the pattern is a directory, which any pattern may be.
-func patternSegments(pattern string) []string {
-	p := strings.TrimSuffix(pattern, "/")
-	if p == "" || p == "." {
-		return nil
-	}
-	return strings.Split(p, "/")
-}
-
-// matchSegments matches path segments against pattern segments.
-func matchSegments(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			rest := pat[1:]
-			for i := 0; i <= len(segs); i++ {
-				if matchSegments(rest, segs[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, err := path.Match(pat[0], segs[0]); err != nil || !ok {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
-	}
-	return len(segs) == 0
-}
 
 // treeEntry is a file of a commit inside the experiment directory.
 type treeEntry struct {

@@ -134,7 +134,9 @@ func TestPristineRules(t *testing.T) {
 			variable: append([]string{"go.mod"}, pristineVariable...),
 		},
 		"new go.work in the experiment directory": {
-			edit: func(t *testing.T, w *Workspace) { writeFiles(t, w.Dir, map[string]string{"go.work": "go 1.22\nuse .\n"}) },
+			edit: func(t *testing.T, w *Workspace) {
+				writeFiles(t, w.Dir, map[string]string{"go.work": "go 1.22\nuse .\n"})
+			},
 			want: map[string]string{"go.work": "added go.work, which decides the packages that fixed Go code in gocheck/ imports"},
 		},
 		"new go.work above the experiment directory": {
