@@ -867,6 +867,7 @@ type FixedRegion struct {
 	// +required
 	Lines string `json:"lines"`
 	// begin is the line of its begin marker, shortened.
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Begin string `json:"begin,omitempty"`

@@ -497,7 +497,7 @@ func (w *Workspace) snapshotCommit(ctx context.Context, base string) (string, er
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	index := filepath.Join(tmp, "index")
 	if data, err := os.ReadFile(strings.TrimSpace(indexPath)); err == nil {
 		if err := os.WriteFile(index, data, 0o600); err != nil {
