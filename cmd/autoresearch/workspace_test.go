@@ -214,7 +214,7 @@ func TestWorkspaceInitReportsFailures(t *testing.T) {
 		change  func(*steps.InitOptions)
 		wantErr string
 	}{
-		"missing fixed file": {func(o *steps.InitOptions) { o.Fixed = []string{"nope.sh"} }, "fixed files: hashing nope.sh"},
+		"missing fixed file": {func(o *steps.InitOptions) { o.Fixed = []string{"nope.sh"} }, "fixed files: fixed nope.sh matches no file in the start commit"},
 		"unknown ref":        {func(o *steps.InitOptions) { o.Ref = "nope" }, "ref nope is neither in the clone nor on its remote"},
 		"no such remote":     {func(o *steps.InitOptions) { o.CloneURL += "-missing" }, "cloning file://"},
 		"an error too long for a termination message": {
