@@ -237,7 +237,9 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	hashes, regions, err := supervisor.FixedAtStart(ctx, ws, start, v1alpha1.Strings(l.spec.Fixed.Files))
+	// The kept rounds left the fixed files as the start had them: HEAD,
+	// which the recovery trusts, names them.
+	hashes, regions, err := supervisor.FixedAtStart(ctx, ws, head, v1alpha1.Strings(l.spec.Fixed.Files))
 	if err != nil {
 		return err
 	}
