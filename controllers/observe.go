@@ -110,6 +110,7 @@ func observeWorkspace(pod *corev1.Pod) round.Observation {
 	}
 	return round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
 		Path: steps.WorktreeDir, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: steps.FileHashes(res.FixedHashes),
+		FixedRegions: res.FixedRegions,
 	}}
 }
 

@@ -19,7 +19,7 @@ const (
 // fixed and which may change, how to train and how the fixed evaluation
 // measures the result.
 // +kubebuilder:validation:XValidation:rule="!has(self.fixed.files) || !self.fixed.files.exists(f, f in self.variable.files)",message="a file cannot be both fixed and variable: remove it from fixed.files or variable.files"
-// +kubebuilder:validation:XValidation:rule="!has(self.train.outputs) || !self.train.outputs.exists(o, (has(self.fixed.files) && self.fixed.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))) || (has(self.variable.files) && self.variable.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))))",message="train.outputs may not hold or lie inside a fixed or variable file: the evaluation runs those as sealed, never as training left them"
+// +kubebuilder:validation:XValidation:rule="!has(self.train.outputs) || !self.train.outputs.exists(o, (has(self.fixed.files) && self.fixed.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f.endsWith('/') ? f : f + '/'))) || (has(self.variable.files) && self.variable.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))))",message="train.outputs may not hold or lie inside a fixed or variable file: the evaluation runs those as sealed, never as training left them"
 // +kubebuilder:validation:XValidation:rule="self.fixed == oldSelf.fixed",message="fixed cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
 // +kubebuilder:validation:XValidation:rule="self.train.command == oldSelf.train.command && (has(self.train.outputs) ? self.train.outputs : []) == (has(oldSelf.train.outputs) ? oldSelf.train.outputs : [])",message="train.command and train.outputs cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
 // +kubebuilder:validation:XValidation:rule="self.eval.command == oldSelf.eval.command && self.eval.metric == oldSelf.eval.metric && self.eval.direction == oldSelf.eval.direction && has(self.eval.pattern) == has(oldSelf.eval.pattern) && (!has(self.eval.pattern) || self.eval.pattern == oldSelf.eval.pattern)",message="eval.command, eval.metric, eval.direction and eval.pattern cannot change once the experiment exists: they are the measure of every verdict; start a new experiment instead"
@@ -168,12 +168,15 @@ type AcceptanceSpec struct {
 
 // FixedSpec holds what the Researcher may never change.
 type FixedSpec struct {
-	// files are the fixed files, relative to the experiment directory. The
-	// evaluation code must be among them.
+	// files are the fixed files, relative to the experiment directory: a
+	// file, a directory with everything under it ("eval/"), or a glob
+	// ("eval/**", "*.py"; "**" matches any number of directories). The
+	// evaluation code must be among them. Nothing they match may change,
+	// and no file may be added under them.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
-	Files []RelativePath `json:"files,omitempty"`
+	Files []PathPattern `json:"files,omitempty"`
 
 	// timeLimit is how long training may run, e.g. "5m".
 	// +required
@@ -870,6 +873,30 @@ type WorkspaceStatus struct {
 	// +listType=map
 	// +listMapKey=path
 	FixedFileHashes []FileHash `json:"fixedFileHashes,omitempty"`
+	// fixedRegions are the fixed regions of variable files at the start:
+	// the lines from one holding autoresearch:fixed-begin to the next one
+	// holding autoresearch:fixed-end, which compliance keeps unchanged.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	FixedRegions []FixedRegion `json:"fixedRegions,omitempty"`
+}
+
+// FixedRegion is a fixed region of a variable file.
+type FixedRegion struct {
+	// path of the file, relative to the experiment directory.
+	// +kubebuilder:validation:MaxLength=512
+	// +required
+	Path string `json:"path"`
+	// lines of the region in the start commit, such as "10-14".
+	// +kubebuilder:validation:MaxLength=32
+	// +required
+	Lines string `json:"lines"`
+	// begin is the line of its begin marker, shortened.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Begin string `json:"begin,omitempty"`
 }
 
 // FileHash is a file's SHA-256 sum.

@@ -5,7 +5,6 @@ import (
 	"path"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +52,9 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if s.PlateauRounds < 0 {
 		errs = append(errs, field.Invalid(p.Child("plateauRounds"), s.PlateauRounds, "must be at least 1"))
 	}
-	errs = append(errs, validatePaths(p.Child("fixed", "files"), s.Fixed.Files)...)
+	for i, f := range s.Fixed.Files {
+		errs = append(errs, f.Validate(p.Child("fixed", "files").Index(i))...)
+	}
 	errs = append(errs, s.Fixed.TimeLimit.Validate(p.Child("fixed", "timeLimit"))...)
 	if s.Fixed.EpochLimit < 0 {
 		errs = append(errs, field.Invalid(p.Child("fixed", "epochLimit"), s.Fixed.EpochLimit, "must not be negative"))
@@ -63,19 +64,15 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	}
 	errs = append(errs, validatePaths(p.Child("variable", "files"), s.Variable.Files)...)
 	for i, f := range s.Fixed.Files {
-		if slices.Contains(s.Variable.Files, f) {
-			errs = append(errs, field.Invalid(p.Child("fixed", "files").Index(i), f, "is both fixed and variable: remove it from fixed.files or variable.files"))
-		}
-	}
-	required(p.Child("train", "command"), s.Train.Command, "the command that trains a candidate")
-	errs = append(errs, validatePaths(p.Child("train", "outputs"), s.Train.Outputs)...)
-	for i, o := range s.Train.Outputs {
-		for _, f := range append(slices.Clone(s.Fixed.Files), s.Variable.Files...) {
-			if f == o || strings.HasPrefix(string(f), string(o)+"/") || strings.HasPrefix(string(o), string(f)+"/") {
-				errs = append(errs, field.Invalid(p.Child("train", "outputs").Index(i), o, fmt.Sprintf("overlaps %s, a fixed or variable file: the evaluation runs those as sealed, never as training left them", f)))
+		for _, v := range s.Variable.Files {
+			if string(f) == string(v) || f.Matches(string(v)) {
+				errs = append(errs, field.Invalid(p.Child("fixed", "files").Index(i), f, fmt.Sprintf("covers variable file %s, which cannot be both fixed and variable: remove it from fixed.files or variable.files", v)))
+				break
 			}
 		}
 	}
+	required(p.Child("train", "command"), s.Train.Command, "the command that trains a candidate")
+	errs = append(errs, s.validateOutputs(p.Child("train", "outputs"))...)
 	if g := s.Train.GPUs; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(p.Child("train", "gpus"), *g, "must not be negative"))
 	}
@@ -96,6 +93,29 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	}
 	if s.Source.Subdir != "" {
 		errs = append(errs, s.Source.Subdir.Validate(p.Child("source", "subdir"))...)
+	}
+	return errs
+}
+
+// validateOutputs refuses a training output that is not a clean path or
+// that overlaps a fixed or variable file, which the evaluation must run as
+// sealed.
+func (s *AutoResearchSpec) validateOutputs(p *field.Path) field.ErrorList {
+	errs := validatePaths(p, s.Train.Outputs)
+	for i, o := range s.Train.Outputs {
+		overlaps := func(f string) bool {
+			return f == string(o) || strings.HasPrefix(f, string(o)+"/") || strings.HasPrefix(string(o), f+"/")
+		}
+		for _, f := range s.Fixed.Files {
+			if overlaps(strings.TrimSuffix(string(f), "/")) || f.Matches(string(o)) {
+				errs = append(errs, field.Invalid(p.Index(i), o, fmt.Sprintf("overlaps fixed %s: the evaluation runs fixed files as sealed, never as training left them", f)))
+			}
+		}
+		for _, v := range s.Variable.Files {
+			if overlaps(string(v)) {
+				errs = append(errs, field.Invalid(p.Index(i), o, fmt.Sprintf("overlaps variable file %s: the evaluation runs it as sealed, never as training left it", v)))
+			}
+		}
 	}
 	return errs
 }
@@ -186,6 +206,59 @@ func (r RelativePath) Validate(p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, s, "must be a clean relative path inside the experiment directory, such as train/main.go (no leading /, no . or .. segments, no //)")}
 	}
 	return nil
+}
+
+// Validate checks the pattern as its CRD rule does, and that its glob
+// syntax is sound, which no CRD rule can check.
+func (r PathPattern) Validate(p *field.Path) field.ErrorList {
+	s := string(r)
+	dir := strings.TrimSuffix(s, "/")
+	if dir == "" || path.IsAbs(s) || path.Clean(dir) != dir || dir == "." || dir == ".." || strings.HasPrefix(dir, "../") {
+		return field.ErrorList{field.Invalid(p, s, "must be a clean relative path or glob inside the experiment directory, such as eval.py, eval/ or eval/**/*.py (no leading /, no . or .. segments, no //)")}
+	}
+	for _, seg := range strings.Split(dir, "/") {
+		if strings.Contains(seg, "**") && seg != "**" {
+			return field.ErrorList{field.Invalid(p, s, "** must be a whole path segment, such as eval/**/*.py")}
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return field.ErrorList{field.Invalid(p, s, "is not a valid glob: "+err.Error())}
+		}
+	}
+	return nil
+}
+
+// Matches reports whether the slash path rel, relative to the experiment
+// directory, is one the pattern names or lies under one.
+func (r PathPattern) Matches(rel string) bool {
+	pat := strings.Split(strings.TrimSuffix(string(r), "/"), "/")
+	segs := strings.Split(rel, "/")
+	for n := len(segs); n >= 1; n-- {
+		if matchSegments(pat, segs[:n]) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchSegments(pat, segs []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for i := 0; i <= len(segs); i++ {
+				if matchSegments(pat[1:], segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		if ok, err := path.Match(pat[0], segs[0]); err != nil || !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(segs) == 0
 }
 
 // Strings are the values of a list of named strings, such as file paths.

@@ -52,3 +52,14 @@ func (d Duration) ToUnstructured() any { return d.Duration.String() }
 // +kubebuilder:validation:MaxLength=512
 // +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.endsWith('/') && !self.contains('//') && !self.matches('(^|/)[.][.]?(/|$)')",message="must be a clean relative path inside the experiment directory, such as train/main.go (no leading /, no . or .. segments, no //)"
 type RelativePath string
+
+// PathPattern names fixed files relative to the experiment directory: a
+// file ("eval.py"), a directory with everything under it ("eval" or
+// "eval/"), or a glob matched segment by segment as Go's path.Match does,
+// where a "**" segment matches any number of segments ("eval/**",
+// "data/*.py"). Like a RelativePath it has no leading slash, no "." or ".."
+// segments and no empty segments.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.contains('//') && !self.matches('(^|/)[.][.]?(/|$)')",message="must be a clean relative path or glob inside the experiment directory, such as eval.py, eval/ or eval/**/*.py (no leading /, no . or .. segments, no //)"
+type PathPattern string

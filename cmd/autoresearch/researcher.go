@@ -115,7 +115,7 @@ Cached input tokens are counted and priced at the cache rates.`,
 	fl.StringVar(&f.model, "model", "", "the model, e.g. claude-sonnet-4-5 or gpt-4.1")
 	fl.StringVar(&f.baseURL, "base-url", "", fmt.Sprintf("the API's base URL (default %s for anthropic, %s for openai)", agent.DefaultAnthropicURL, agent.DefaultOpenAIURL))
 	fl.StringVar(&f.keyEnv, "api-key-env", "", "the environment variable holding the API key (default AUTORESEARCH_API_KEY, then the provider's)")
-	fl.StringArrayVar(&f.fixed, "fixed", nil, "a fixed file of the protocol, relative to the working directory; repeat for each (added to $AUTORESEARCH_FIXED_FILES)")
+	fl.StringArrayVar(&f.fixed, "fixed", nil, "a fixed file, directory or glob of the protocol, relative to the working directory; repeat for each (added to $AUTORESEARCH_FIXED_FILES)")
 	fl.IntVar(&f.budget.MaxTurns, "max-turns", 60, "the most model calls; 0 for no limit")
 	fl.Int64Var(&f.budget.MaxTokens, "max-tokens", 3_000_000, "the most input plus output tokens over the run; 0 for no limit")
 	fl.StringVar(&f.maxCost, "max-cost", "", "the most estimated cost in US dollars, e.g. 2.50 (needs a price)")

@@ -49,7 +49,7 @@ func (v volume) dir() string { return filepath.Join(v.wt.Dir, "exp") }
 
 var toySpec = v1alpha1.AutoResearchSpec{
 	MaxRounds: 2,
-	Fixed:     v1alpha1.FixedSpec{Files: []v1alpha1.RelativePath{"eval.sh"}},
+	Fixed:     v1alpha1.FixedSpec{Files: []v1alpha1.PathPattern{"eval.sh"}},
 	Variable:  v1alpha1.VariableSpec{Files: []v1alpha1.RelativePath{"train.sh"}},
 	Eval:      v1alpha1.EvalSpec{Metric: "score", Direction: v1alpha1.DirectionMaximize, Command: "./eval.sh"},
 }
@@ -226,7 +226,7 @@ func TestWorkspaceInitReportsFailures(t *testing.T) {
 		change  func(*steps.InitOptions)
 		wantErr string
 	}{
-		"missing fixed file": {func(o *steps.InitOptions) { o.Fixed = []string{"nope.sh"} }, "fixed files: hashing nope.sh"},
+		"missing fixed file": {func(o *steps.InitOptions) { o.Fixed = []string{"nope.sh"} }, "fixed files: fixed nope.sh matches no file in the start commit"},
 		"unknown ref":        {func(o *steps.InitOptions) { o.Ref = "nope" }, "ref nope is neither in the clone nor on its remote"},
 		"no such remote":     {func(o *steps.InitOptions) { o.CloneURL += "-missing" }, "cloning file://"},
 		"an error too long for a termination message": {

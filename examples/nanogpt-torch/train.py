@@ -40,7 +40,9 @@ weight_decay = 0.1
 warmup_steps = 20
 max_steps = 200
 grad_clip = 1.0
+# autoresearch:fixed-begin: the seed is part of the protocol.
 seed = 1337
+# autoresearch:fixed-end
 log_every = 25
 
 CKPT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ckpt")
@@ -149,8 +151,10 @@ def export(model, meta):
 
 
 def main():
+    # autoresearch:fixed-begin: training keeps to the protocol's time limit.
     limit_env = os.environ.get("AUTORESEARCH_TIME_LIMIT", "")
     time_limit = parse_duration(limit_env) if limit_env else None
+    # autoresearch:fixed-end
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         torch.set_num_threads(2)

@@ -74,7 +74,9 @@ type Toolbox struct {
 	protected map[string]string
 	// fixedDirs are fixed entries that are directories: all below is fixed.
 	fixedDirs []string
-	strategy  string
+	// fixedGlobs are fixed entries that are globs, such as eval/**/*.py.
+	fixedGlobs []string
+	strategy   string
 }
 
 // refusal is a tool error that tells the model which rule it broke.
@@ -112,6 +114,10 @@ func NewToolbox(o ToolboxOptions) (*Toolbox, error) {
 	t := &Toolbox{opts: o, dir: dir, root: root, protected: map[string]string{}}
 	fixedList := strings.Join(o.Fixed, ", ")
 	for _, f := range o.Fixed {
+		if workspace.IsGlob(f) {
+			t.fixedGlobs = append(t.fixedGlobs, filepath.ToSlash(f))
+			continue
+		}
 		rel := filepath.ToSlash(filepath.Clean(f))
 		why := fmt.Sprintf("%s is a fixed file of the protocol (fixed: %s); change only the variable files", rel, fixedList)
 		t.protected[rel] = why
@@ -199,6 +205,9 @@ func (t *Toolbox) writable(rel string) error {
 	for _, p := range []string{rel, real} {
 		if why, ok := t.protected[p]; ok {
 			return refuse("%s", why)
+		}
+		if g, ok := workspace.MatchAnyPattern(t.fixedGlobs, p); ok {
+			return refuse("%s matches %s, a fixed pattern of the protocol; change only the variable files", target, g)
 		}
 		for _, d := range t.fixedDirs {
 			if strings.HasPrefix(p, d+"/") {

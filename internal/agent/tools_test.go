@@ -215,3 +215,34 @@ func TestGitWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedPatternsRefuseWrites checks that fixed directories and globs,
+// not only fixed files, are refused to the write tools.
+func TestFixedPatternsRefuseWrites(t *testing.T) {
+	dir, _ := workdir(t)
+	if err := os.MkdirAll(filepath.Join(dir, "evaldir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := NewToolbox(ToolboxOptions{Dir: dir, Round: 1, Env: os.Environ(), Fixed: []string{"evaldir/", "metrics/**/*.py"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tools.Close() })
+	for path, want := range map[string]string{
+		"evaldir/zz_helper.py":    "inside evaldir, a fixed directory",
+		"metrics/a/b/score.py":    "matches metrics/**/*.py, a fixed pattern",
+		"sub/../metrics/score.py": "matches metrics/**/*.py, a fixed pattern",
+		"metrics/notes.md":        "",
+	} {
+		res := tools.Call(context.Background(), ToolCall{ID: "c", Name: ToolWriteFile, Arguments: fmt.Sprintf(`{"path":%q,"content":"x = 1\n"}`, path)})
+		if want == "" {
+			if res.IsError {
+				t.Errorf("writing %s: %s", path, res.Content)
+			}
+			continue
+		}
+		if !res.IsError || !strings.Contains(res.Content, want) {
+			t.Errorf("writing %s: %+v, want it refused with %q", path, res, want)
+		}
+	}
+}

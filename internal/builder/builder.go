@@ -27,7 +27,7 @@ func MakeAutoResearch(name, namespace string) *AutoResearchWrapper {
 		Spec: v1alpha1.AutoResearchSpec{
 			ResearchQuestion: "Can the model reach a lower val_bpb in five minutes?",
 			MaxRounds:        10,
-			Fixed:            v1alpha1.FixedSpec{Files: []v1alpha1.RelativePath{"eval.py"}, TimeLimit: v1alpha1.Duration{Duration: 5 * time.Minute}},
+			Fixed:            v1alpha1.FixedSpec{Files: []v1alpha1.PathPattern{"eval.py"}, TimeLimit: v1alpha1.Duration{Duration: 5 * time.Minute}},
 			Variable:         v1alpha1.VariableSpec{Files: []v1alpha1.RelativePath{"train.py"}},
 			Train:            v1alpha1.TrainSpec{Command: "python train.py", GPUs: ptr.To[int32](1)},
 			Eval:             v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize, Command: "python eval.py"},
@@ -79,7 +79,7 @@ func (w *AutoResearchWrapper) Metric(name string, d v1alpha1.Direction) *AutoRes
 }
 
 // Fixed sets the fixed files.
-func (w *AutoResearchWrapper) Fixed(files ...v1alpha1.RelativePath) *AutoResearchWrapper {
+func (w *AutoResearchWrapper) Fixed(files ...v1alpha1.PathPattern) *AutoResearchWrapper {
 	w.ar.Spec.Fixed.Files = files
 	return w
 }
@@ -169,8 +169,11 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"negative noise factor": {func(s *v1alpha1.AutoResearchSpec) { s.Acceptance.NoiseFactor = "-1" }, "spec.acceptance.noiseFactor"},
 		"short time limit":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.TimeLimit.Duration = time.Millisecond }, "spec.fixed.timeLimit"},
 		"no variable files":     {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = nil }, "spec.variable"},
-		"absolute path":         {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.RelativePath{"/etc/passwd"} }, "spec.fixed.files[0]"},
+		"absolute path":         {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"/etc/passwd"} }, "spec.fixed.files[0]"},
 		"escaping path":         {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"../x.py"} }, "spec.variable.files[0]"},
+		"escaping pattern":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"eval/../../x/**"} }, "spec.fixed.files[0]"},
+		"dot pattern":           {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"./eval/"} }, "spec.fixed.files[0]"},
+		"absolute pattern":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"/eval/**"} }, "spec.fixed.files[0]"},
 		"dot segment":           {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"./eval.py"} }, "spec.variable.files[0]"},
 		"double slash":          {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"src//train.py"} }, "spec.variable.files[0]"},
 		"the whole directory":   {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"."} }, "spec.variable.files[0]"},

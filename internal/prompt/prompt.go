@@ -39,6 +39,10 @@ type Data struct {
 	ResearchQuestion string
 	// FixedFiles must not be modified; VariableFiles may be.
 	FixedFiles, VariableFiles []string
+	// FixedRegions are the parts of variable files that must not change,
+	// each as its file, lines and begin marker, such as
+	// "train.py lines 10-14: # autoresearch:fixed-begin seed".
+	FixedRegions []string
 	// VariableRange describes what may change; "" renders "(not specified)".
 	VariableRange string
 	// TimeLimit is the training time limit, e.g. "5m0s"; "" omits it.
@@ -114,6 +118,7 @@ func normalize(d Data) Data {
 	d.Experiences = strings.TrimSpace(d.Experiences)
 	d.FixedFiles = nonEmpty(d.FixedFiles)
 	d.VariableFiles = nonEmpty(d.VariableFiles)
+	d.FixedRegions = nonEmpty(d.FixedRegions)
 	notes := nonEmpty(d.Guidance)
 	for i, note := range notes {
 		notes[i] = strings.ReplaceAll(strings.ReplaceAll(note, "\r\n", "\n"), "\n", "\n  ")

@@ -48,6 +48,7 @@ func TestRenderGolden(t *testing.T) {
 			d.VariableFiles = []string{"kernels/attention.py", "kernels/mlp.py"}
 			d.TimeLimit = "10m0s"
 			d.EpochLimit = 3
+			d.FixedRegions = []string{"kernels/attention.py lines 3-9: `# autoresearch:fixed-begin reference shapes`", " "}
 		},
 		"guidance": func(d *Data) {
 			d.TimeLimit = "5m0s"

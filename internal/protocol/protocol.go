@@ -274,8 +274,8 @@ func (b *builder) files() {
 		// An empty list, not nil, so that the YAML shows where to fill in.
 		variable = []string{}
 	}
-	b.obj.Spec.Fixed.Files = relativePaths(fixed)
-	b.obj.Spec.Variable.Files = relativePaths(variable)
+	b.obj.Spec.Fixed.Files = cleanPaths[v1alpha1.PathPattern](fixed)
+	b.obj.Spec.Variable.Files = cleanPaths[v1alpha1.RelativePath](variable)
 }
 
 // sectionFiles reads the files of the sections of kind; prose reports that
@@ -557,15 +557,15 @@ func (b *builder) kernelTargets() {
 	}
 }
 
-// relativePaths writes the protocol's file names as the API wants them:
+// cleanPaths writes the protocol's file names as the API wants them:
 // "./train.py" becomes "train.py".
-func relativePaths(files []string) []v1alpha1.RelativePath {
+func cleanPaths[T ~string](files []string) []T {
 	if files == nil {
 		return nil
 	}
-	out := make([]v1alpha1.RelativePath, len(files))
+	out := make([]T, len(files))
 	for i, f := range files {
-		out[i] = v1alpha1.RelativePath(path.Clean(f))
+		out[i] = T(path.Clean(f))
 	}
 	return out
 }

@@ -104,7 +104,7 @@ func TestParseCurrentLayout(t *testing.T) {
 		MaxRounds:        30,
 		Baseline:         &v1alpha1.BaselineSpec{Value: "41.7"},
 		Fixed: v1alpha1.FixedSpec{
-			Files:      []v1alpha1.RelativePath{"evaluate.py", "reference/attention.py", "fixtures.py"},
+			Files:      []v1alpha1.PathPattern{"evaluate.py", "reference/attention.py", "fixtures.py"},
 			TimeLimit:  duration(5 * time.Minute),
 			EpochLimit: 1,
 		},
@@ -146,7 +146,7 @@ func TestParseOlderLayout(t *testing.T) {
 		Target:           target,
 		Baseline:         &v1alpha1.BaselineSpec{Value: "0.223"},
 		Fixed: v1alpha1.FixedSpec{
-			Files:      []v1alpha1.RelativePath{"evaluate.py", "prepare.py", "data/loader.py"},
+			Files:      []v1alpha1.PathPattern{"evaluate.py", "prepare.py", "data/loader.py"},
 			TimeLimit:  duration(10 * time.Second),
 			EpochLimit: 1,
 		},

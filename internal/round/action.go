@@ -3,6 +3,7 @@ package round
 import (
 	"cmp"
 	"fmt"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
@@ -109,6 +110,7 @@ func promptData(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus
 		ResearchQuestion: spec.ResearchQuestion,
 		FixedFiles:       v1alpha1.Strings(spec.Fixed.Files),
 		VariableFiles:    v1alpha1.Strings(spec.Variable.Files),
+		FixedRegions:     regionLines(st.Workspace),
 		VariableRange:    spec.Variable.Range,
 		TimeLimit:        spec.Fixed.TimeLimit.Duration.String(),
 		EpochLimit:       spec.Fixed.EpochLimit,
@@ -118,4 +120,24 @@ func promptData(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus
 		ExperiencesPath:  workspace.ExperiencesFile,
 		Guidance:         append([]string(nil), spec.Guidance...),
 	}
+}
+
+// regionLines are the fixed regions of the workspace as the prompt lists them.
+func regionLines(ws *v1alpha1.WorkspaceStatus) []string {
+	if ws == nil {
+		return nil
+	}
+	lines := make([]string, 0, len(ws.FixedRegions))
+	for _, r := range ws.FixedRegions {
+		word := "lines"
+		if !strings.Contains(r.Lines, "-") {
+			word = "line"
+		}
+		line := fmt.Sprintf("%s %s %s", r.Path, word, r.Lines)
+		if r.Begin != "" {
+			line += ": `" + strings.ReplaceAll(r.Begin, "`", "'") + "`"
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }

@@ -182,3 +182,22 @@ func TestNextEmitsTheCurrentAction(t *testing.T) {
 		t.Errorf("phase %s, ledger commit %q; want Succeeded with the final ledger committed", d.st.Phase, d.st.LedgerCommit)
 	}
 }
+
+// TestPromptListsFixedRegions checks that the prompt names the fixed
+// regions the workspace step found.
+func TestPromptListsFixedRegions(t *testing.T) {
+	d := newDriver(t, givenBaseline)
+	d.start()
+	d.st.Workspace.FixedRegions = []v1alpha1.FixedRegion{
+		{Path: "train.py", Lines: "10-14", Begin: "# autoresearch:fixed-begin `seed`"},
+		{Path: "train.py", Lines: "20"},
+	}
+	a, ok := CurrentAction(d.spec, &d.st)
+	if !ok || a.Prompt == nil {
+		t.Fatalf("current action = %+v, want a Researcher with a prompt", a)
+	}
+	want := []string{"train.py lines 10-14: `# autoresearch:fixed-begin 'seed'`", "train.py line 20"}
+	if diff := cmp.Diff(want, a.Prompt.FixedRegions); diff != "" {
+		t.Errorf("fixed regions (-want +got):\n%s", diff)
+	}
+}

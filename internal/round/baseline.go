@@ -20,6 +20,7 @@ func (e *engine) workspaceReady(w WorkspaceResult) {
 		Branch:          w.Branch,
 		StartCommit:     w.StartCommit,
 		FixedFileHashes: w.FixedHashes,
+		FixedRegions:    w.FixedRegions,
 	}
 	e.measureBaseline(w.StartCommit, "")
 }

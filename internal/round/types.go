@@ -146,6 +146,8 @@ type WorkspaceResult struct {
 	Branch      string
 	StartCommit string
 	FixedHashes []v1alpha1.FileHash
+	// FixedRegions are the fixed regions of the variable files at the start.
+	FixedRegions []v1alpha1.FixedRegion
 }
 
 // ResearcherResult is what a Researcher run produced.

@@ -267,13 +267,17 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	hashes, err := ws.HashFiles(v1alpha1.Strings(l.spec.Fixed.Files))
+	// The kept rounds left the fixed files as the start had them: HEAD,
+	// which the recovery trusts, names them.
+	hashes, regions, err := supervisor.FixedAtStart(ctx, ws, head, v1alpha1.Strings(l.spec.Fixed.Files))
 	if err != nil {
 		return err
 	}
 	st := v1alpha1.AutoResearchStatus{
-		Phase:     v1alpha1.PhaseRunning,
-		Workspace: &v1alpha1.WorkspaceStatus{Path: ws.Root, Branch: ws.Branch, StartCommit: start, FixedFileHashes: steps.FileHashes(hashes)},
+		Phase: v1alpha1.PhaseRunning,
+		Workspace: &v1alpha1.WorkspaceStatus{
+			Path: ws.Root, Branch: ws.Branch, StartCommit: start, FixedFileHashes: steps.FileHashes(hashes), FixedRegions: regions,
+		},
 	}
 	var rounds []v1alpha1.RoundRecord
 	for _, row := range ledger.Rows {
@@ -384,6 +388,7 @@ func (l *Local) prepareWorkspace(ctx context.Context) (*round.Observation, error
 	l.ws = ws
 	return &round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
 		Path: ws.Root, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: steps.FileHashes(res.FixedHashes),
+		FixedRegions: res.FixedRegions,
 	}}, nil
 }
 

@@ -32,6 +32,32 @@ func TestOneRuleSet(t *testing.T) {
 	}
 }
 
+// TestFixedPatterns checks that fixed files may be directories and globs,
+// and what only the Go rules can refuse: a broken glob, and a variable file
+// that a fixed pattern covers.
+func TestFixedPatterns(t *testing.T) {
+	spec := builder.MakeAutoResearch("demo", "ns").Fixed("eval.py", "eval/", "lib", "data/**/*.csv", "*.go").SpecObj()
+	if errs := validateSpec(t, spec); errs != nil {
+		t.Errorf("the CRD's rules refuse patterns: %v", errs)
+	}
+	if errs := spec.Validate(); errs != nil {
+		t.Errorf("the Go rules refuse patterns: %v", errs)
+	}
+	for pattern, msg := range map[string]string{
+		"eval/[a-":   "is not a valid glob",
+		"eval/**x/y": "** must be a whole path segment",
+		"*.py":       "covers variable file train.py",
+		"eval/../x":  "must be a clean relative path or glob",
+		"eval//x":    "must be a clean relative path or glob",
+		".":          "must be a clean relative path or glob",
+	} {
+		spec := builder.MakeAutoResearch("demo", "ns").Fixed(v1alpha1.PathPattern(pattern)).SpecObj()
+		if errs := spec.Validate(); !mentions(errs.ToAggregate(), msg) {
+			t.Errorf("Validate with fixed %q: %v; want %q", pattern, errs, msg)
+		}
+	}
+}
+
 // TestValidateRefusesWhatTheTypesDo checks what only the schema sees: a
 // YAML number where the API wants a decimal string.
 func TestValidateRefusesWhatTheTypesDo(t *testing.T) {

@@ -74,7 +74,9 @@ func TestDemoPlan(t *testing.T) {
 		}
 		git(t, repo, "add", "-A")
 		changed := strings.Fields(git(t, repo, "diff", "--cached", "--name-only"))
-		touchesFixed := slices.ContainsFunc(changed, func(f string) bool { return slices.Contains(spec.Fixed.Files, v1alpha1.RelativePath(f)) })
+		touchesFixed := slices.ContainsFunc(changed, func(f string) bool {
+			return slices.ContainsFunc(spec.Fixed.Files, func(p v1alpha1.PathPattern) bool { return p.Matches(f) })
+		})
 		onlyVariable := !slices.ContainsFunc(changed, func(f string) bool { return !slices.Contains(spec.Variable.Files, v1alpha1.RelativePath(f)) })
 		switch {
 		case len(changed) == 0:

@@ -83,7 +83,7 @@ func TestArgs(t *testing.T) {
 func TestCheckArgsCarryTheSpec(t *testing.T) {
 	spec := v1alpha1.AutoResearchSpec{
 		ResearchQuestion: "Does it help?", MaxRounds: 3,
-		Fixed:    v1alpha1.FixedSpec{Files: []v1alpha1.RelativePath{"eval.sh"}},
+		Fixed:    v1alpha1.FixedSpec{Files: []v1alpha1.PathPattern{"eval.sh"}},
 		Variable: v1alpha1.VariableSpec{Files: []v1alpha1.RelativePath{"train.sh"}},
 	}
 	argv := CheckArgs(Binary, CheckOptions{Worktree: Worktree{Name: "toy"}, Base: "abc", Start: "abc", Spec: &spec})

@@ -82,7 +82,9 @@ type WorkspaceResult struct {
 	Branch      string            `json:"branch"`
 	StartCommit string            `json:"startCommit"`
 	FixedHashes map[string]string `json:"fixedHashes"`
-	Error       string            `json:"error,omitempty"`
+	// FixedRegions are the fixed regions of the variable files.
+	FixedRegions []v1alpha1.FixedRegion `json:"fixedRegions,omitempty"`
+	Error        string                 `json:"error,omitempty"`
 }
 
 // ComplianceResult is written by `autoresearch workspace check`.

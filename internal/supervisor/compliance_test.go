@@ -14,7 +14,7 @@ import (
 
 func toySpec() *v1alpha1.AutoResearchSpec {
 	return &v1alpha1.AutoResearchSpec{
-		Fixed:    v1alpha1.FixedSpec{Files: []v1alpha1.RelativePath{"eval.sh"}},
+		Fixed:    v1alpha1.FixedSpec{Files: []v1alpha1.PathPattern{"eval.sh"}},
 		Variable: v1alpha1.VariableSpec{Files: []v1alpha1.RelativePath{"train.sh"}},
 	}
 }

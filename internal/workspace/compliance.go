@@ -117,6 +117,9 @@ func (w *Workspace) CheckCompliance(ctx context.Context, base, candidate string,
 			report.EvalLike = append(report.EvalLike, c.Path)
 		}
 	}
+	if err := w.checkPristine(ctx, baseCommit, cand, fixed, variable, &report); err != nil {
+		return ComplianceReport{}, err
+	}
 	return report, nil
 }
 
@@ -270,10 +273,11 @@ func supervisorOwned(s side) bool {
 // fileRules judges changes by the protocol's fixed and variable files.
 type fileRules struct {
 	fixed, variable map[string]bool
+	patterns        []string // the fixed patterns
 }
 
 func newFileRules(fixed, variable []string) fileRules {
-	return fileRules{fixed: pathSet(fixed), variable: pathSet(variable)}
+	return fileRules{fixed: pathSet(fixed), variable: pathSet(variable), patterns: fixed}
 }
 
 func pathSet(files []string) map[string]bool {
@@ -284,7 +288,10 @@ func pathSet(files []string) map[string]bool {
 	return set
 }
 
-func (r fileRules) isFixed(s side) bool    { return s.inside && r.fixed[s.rel] }
+func (r fileRules) isFixed(s side) bool {
+	_, matched := MatchAnyPattern(r.patterns, s.rel)
+	return s.inside && (r.fixed[s.rel] || matched)
+}
 func (r fileRules) isVariable(s side) bool { return s.inside && r.variable[s.rel] }
 
 // judge returns the violation a change is, if it is one.

@@ -35,9 +35,11 @@ func TestSeal(t *testing.T) {
 		".autoresearch/log": "supervisor log\n",
 		"experiences.md":    ledger,
 	})
-	// Index flags the Researcher set do not hide a change from the seal.
+	// Index flags the Researcher set do not hide a change from the seal, and
+	// an ignored file it staged by force does not get into it.
 	writeFiles(t, w.Root, map[string]string{"README.md": "# changed behind a flag\n"})
 	gitT(t, w.Root, "update-index", "--assume-unchanged", "README.md")
+	gitT(t, w.Dir, "add", "-f", "model.ckpt")
 	statusBefore := gitT(t, w.Root, "status", "--porcelain")
 
 	cand, err := w.Seal(ctx, 1, base)

@@ -30,8 +30,10 @@ const (
 	steps = 1500
 	// batchSize is the number of predictions averaged per update.
 	batchSize = 32
+	// autoresearch:fixed-begin: the seed is part of the protocol.
 	// seed fixes initialisation and batch sampling, so that runs repeat exactly.
 	seed = 1
+	// autoresearch:fixed-end
 )
 
 const (
@@ -104,6 +106,8 @@ func run() error {
 	return nil
 }
 
+// autoresearch:fixed-begin: training keeps to the protocol's time limit.
+
 // deadline is when training stops so that the checkpoint is saved within
 // AUTORESEARCH_TIME_LIMIT. A fifth of the limit is kept back for compiling,
 // preparing data and saving. The zero time means no limit.
@@ -118,3 +122,5 @@ func deadline(now time.Time) (time.Time, error) {
 	}
 	return now.Add(limit * 4 / 5), nil
 }
+
+// autoresearch:fixed-end

