@@ -194,11 +194,12 @@ spec:
     range: "hyperparameters and training loop in train/main.go"
   train:
     command: "go run ./prepare && go run ./train"
+    outputs: [ckpt]
     gpus: 1
   eval:
     metric: val_bpb
     direction: minimize
-    command: "go run ./eval"
+    command: "go run ./prepare && go run ./eval"
   researcher:
     command: "autoresearch researcher scripted --plan scripted-researcher.yaml"
     timeout: 60s
@@ -399,13 +400,14 @@ spec:
     files: [train.py, kernels.py]
   train:
     command: "python3 prepare.py && python3 train.py"
+    outputs: [ckpt]
     gpus: 1
     # The host's userland plays the training image: its python3 has torch.
     env: [{name: PATH, value: "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"}]
   eval:
     metric: val_bpb
     direction: minimize
-    command: "python3 eval.py"
+    command: "python3 prepare.py && python3 eval.py"
   kernelTargets:
     - {name: rmsnorm, newModule: "kernels:rmsnorm", baselineModule: "reference_kernels:rmsnorm", fixture: "reference_kernels:rmsnorm_fixture", atol: "1e-5", rtol: "1e-4"}
   researcher:
