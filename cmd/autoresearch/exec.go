@@ -111,6 +111,9 @@ func (f *execFlags) runCommand(ctx context.Context, cmd *cobra.Command, args []s
 	if logPath == "" {
 		logPath = steps.LogPath(f.round, f.step)
 	}
+	if w := runner.ContainmentWarning(); w != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "[autoresearch] warning: "+w)
+	}
 	exit, err := runner.Process{
 		Command: shellCommand(args), Dir: f.workdir, Env: f.env(),
 		Timeout: f.timeout, KillGrace: f.grace, LogPath: logPath, Live: cmd.OutOrStdout(),

@@ -96,6 +96,10 @@ func (l *Local) run(ctx context.Context) error {
 		return err
 	}
 	l.out.start(l)
+	l.out.printf("Steps are contained by %s.\n", Containment())
+	if w := ContainmentWarning(); w != "" {
+		l.out.warn(w)
+	}
 	for {
 		stopping := l.stopRequested()
 		out, err := l.next(obs, stopping)
