@@ -45,12 +45,13 @@ func newExecCommand() *cobra.Command {
 		Short: "Run one step in a user's image: a training or evaluation command, or the kernel parity check; keep its log and write its result as the termination message",
 		Long: `The step wrapper of the operator's train and eval Jobs and compliance pods.
 
-train and eval run COMMAND (e.g. -- sh -c "python train.py") in its own
-process group, stop it at --timeout (SIGTERM, then SIGKILL after --grace),
-keep the full log on the workspace volume and write a compact JSON result to
---result. eval first verifies the fixed files' hashes and does not run a
-changed evaluation. exec exits with the command's exit code, so that the
-Job's status is honest, and writes the result either way.
+train and eval run COMMAND (e.g. -- sh -c "python train.py") so that every
+process it starts dies with it, stop it at --timeout (SIGTERM, then SIGKILL
+after --grace), keep the full log on the workspace volume and write a compact
+JSON result to --result, read from the output as captured, not from the
+log. eval first verifies the fixed files' hashes and does not run a changed
+evaluation. exec exits with the command's exit code, so that the Job's
+status is honest, and writes the result either way.
 
 parity runs the kernel parity check of --targets in --workdir and completes
 the compliance result of ` + "`workspace check`" + ` given with --compliance.`,
@@ -111,10 +112,13 @@ func (f *execFlags) runCommand(ctx context.Context, cmd *cobra.Command, args []s
 	if logPath == "" {
 		logPath = steps.LogPath(f.round, f.step)
 	}
-	exit, err := runner.Process{
+	if w := runner.ContainmentWarning(); w != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "[autoresearch] warning: "+w)
+	}
+	exit, output, err := runner.Process{
 		Command: shellCommand(args), Dir: f.workdir, Env: f.env(),
 		Timeout: f.timeout, KillGrace: f.grace, LogPath: logPath, Live: cmd.OutOrStdout(),
-	}.Run(ctx)
+	}.RunOutput(ctx)
 	if err != nil && ctx.Err() == nil {
 		return err
 	}
@@ -122,18 +126,16 @@ func (f *execFlags) runCommand(ctx context.Context, cmd *cobra.Command, args []s
 		// Stopped from outside, as the kubelet does at the Job's deadline.
 		exit.ExitCode = 128 + int(syscall.SIGTERM)
 	}
-	log, err := os.ReadFile(logPath)
-	if err != nil {
-		return err
-	}
+	// Results come from the output as read from the pipe, never from the
+	// log file, which any process of the step could write.
 	pr := steps.ProcessResult{ExitCode: exit.ExitCode, DurationMS: exit.Duration.Milliseconds(), TimedOut: exit.TimedOut, Tail: exit.Tail}
 	var res any
 	if f.step == steps.StepTrain {
-		r := supervisor.ReadTrainLog(string(log))
+		r := supervisor.ReadTrainLog(output)
 		r.ProcessResult = pr
 		res = &r
 	} else {
-		r, err := supervisor.ReadEvalLog(string(log), f.metric, f.pattern)
+		r, err := supervisor.ReadEvalLog(output, f.metric, f.pattern)
 		if err != nil {
 			return err
 		}

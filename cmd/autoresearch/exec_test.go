@@ -123,6 +123,8 @@ func TestExecEval(t *testing.T) {
 	cases := map[string]struct {
 		hashes  map[string]string
 		pattern string
+		// command defaults to ./eval.sh.
+		command string
 		want    steps.EvalResult
 		wantRun bool
 	}{
@@ -133,6 +135,12 @@ func TestExecEval(t *testing.T) {
 		},
 		"metric found with a pattern": {
 			pattern: `val_score: (\S+)`,
+			want:    steps.EvalResult{Found: true, Value: "0.75"},
+			wantRun: true,
+		},
+		"a metric written to the log is not read": {
+			// Past the line the wrapper ends the log with.
+			command: "./eval.sh; printf '%0200d\\nval_score: 0.01\\n' 0 >> eval.log",
 			want:    steps.EvalResult{Found: true, Value: "0.75"},
 			wantRun: true,
 		},
@@ -151,6 +159,9 @@ func TestExecEval(t *testing.T) {
 				Step: steps.StepEval, Round: 1, Workdir: dir, Timeout: time.Minute, Metric: "val_score", Pattern: tc.pattern,
 				LogPath: filepath.Join(dir, "eval.log"), ResultPath: filepath.Join(dir, "result.json"),
 				Command: []string{"sh", "-c", "./eval.sh"},
+			}
+			if tc.command != "" {
+				o.Command[2] = tc.command
 			}
 			if tc.hashes != nil {
 				o.FixedHashesFile = filepath.Join(t.TempDir(), "hashes.json")

@@ -103,6 +103,10 @@ func (l *Local) run(ctx context.Context) error {
 		return err
 	}
 	l.out.start(l)
+	l.out.printf("Steps are contained by %s.\n", Containment())
+	if w := ContainmentWarning(); w != "" {
+		l.out.warn(w)
+	}
 	for {
 		stopping := l.stopRequested()
 		out, err := l.next(obs, stopping)
@@ -480,18 +484,14 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 	if e := l.spec.EpochLimitString(); e != "" {
 		env = append(env, "AUTORESEARCH_EPOCH_LIMIT="+e)
 	}
-	exit, err := Process{
+	exit, output, err := Process{
 		Command: l.spec.Train.Command, Dir: dir, Env: append(env, envVars(l.spec.Train.Env)...),
 		Timeout: limit + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(),
-	}.Run(ctx)
+	}.RunOutput(ctx)
 	if err != nil {
 		return nil, err
 	}
-	log, err := os.ReadFile(logPath)
-	if err != nil {
-		return nil, err
-	}
-	res := supervisor.ReadTrainLog(string(log))
+	res := supervisor.ReadTrainLog(output)
 	return &round.Observation{Kind: round.ObserveTrainFinished, Round: a.Round, Train: &round.TrainResult{
 		Exit: exit, Divergence: res.Divergence, FinalLoss: res.FinalLoss, MemoryGB: res.MemoryGB,
 	}}, nil
@@ -517,18 +517,16 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	if a.Sample > 0 {
 		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("eval-%d.log", a.Sample))
 	}
-	exit, err := Process{
+	exit, output, err := Process{
 		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(l.baseEnv(a.Round), l.toolEnv...), envVars(l.spec.Train.Env)...),
 		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(),
-	}.Run(ctx)
+	}.RunOutput(ctx)
 	if err != nil {
 		return nil, err
 	}
-	log, err := os.ReadFile(logPath)
-	if err != nil {
-		return nil, err
-	}
-	res, err := supervisor.ReadEvalLog(string(log), l.spec.Eval.Metric, l.spec.Eval.Pattern)
+	// The metric comes from the output as the supervisor read it: a process
+	// of the step could write the log file.
+	res, err := supervisor.ReadEvalLog(output, l.spec.Eval.Metric, l.spec.Eval.Pattern)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,46 +26,99 @@ type Process struct {
 	// Timeout sends SIGTERM to the process group; KillGrace later, SIGKILL.
 	Timeout   time.Duration
 	KillGrace time.Duration
-	// LogPath keeps the full output.
+	// LogPath keeps the full output, for people: any process of the step
+	// can write it, so no result is read back from it.
 	LogPath string
 	// Live, when set, also receives the output as it comes.
 	Live io.Writer
+
+	// containment overrides the one chosen for this machine, in tests.
+	containment containment
 }
 
-// tailBytes is how much output a result keeps in memory for insights.
-const tailBytes = 8 << 10
+const (
+	// tailBytes is how much output a result keeps for insights.
+	tailBytes = 8 << 10
+	// outputBytes is how much of a step's output RunOutput returns; a
+	// metric is the last one printed.
+	outputBytes = 4 << 20
+	// pipeDelay is how long the output is still read after the step and
+	// everything left of it are killed: only a process that escaped the
+	// containment still holds the pipe then.
+	pipeDelay = time.Second
+)
 
-// Run starts the process in its own process group, so that a terminal's
-// Ctrl-C reaches only the supervisor, and kills the whole group on timeout
-// or when ctx ends. The exit keeps the tail of the output; LogPath has all.
+// Run is RunOutput without the output.
 func (p Process) Run(ctx context.Context) (round.ProcessExit, error) {
+	exit, _, err := p.RunOutput(ctx)
+	return exit, err
+}
+
+// RunOutput starts the process in a session of its own, so that a
+// terminal's Ctrl-C reaches only the supervisor, and contained as
+// Containment says, so that every process it starts dies with it: at its
+// exit, on timeout (SIGTERM to the group, SIGKILL after KillGrace) or when
+// ctx ends. It returns the step's output as the supervisor read it from the
+// pipe, the last outputBytes of it; results such as the metric are parsed
+// from that, never from LogPath.
+func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, error) {
+	c := p.containment
+	if c == containAuto {
+		c = chosen()
+	}
+	if err := c.prepare(); err != nil {
+		return round.ProcessExit{}, "", err
+	}
 	if err := os.MkdirAll(filepath.Dir(p.LogPath), 0o755); err != nil {
-		return round.ProcessExit{}, err
+		return round.ProcessExit{}, "", err
 	}
 	logFile, err := os.Create(p.LogPath)
 	if err != nil {
-		return round.ProcessExit{}, err
+		return round.ProcessExit{}, "", err
 	}
 	defer logFile.Close()
 
-	tail := &tailBuffer{max: tailBytes}
-	out := io.MultiWriter(logFile, tail)
+	output := &tailBuffer{max: outputBytes}
+	out := io.MultiWriter(logFile, output)
 	if p.Live != nil {
 		out = io.MultiWriter(out, p.Live)
 	}
-	cmd := exec.Command("/bin/sh", "-c", p.Command)
+	// The pipe is the runner's own: the step's exit returns from Wait at
+	// once, whoever still holds the write end, and the runner decides how
+	// long to read after it.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return round.ProcessExit{}, "", err
+	}
+	defer pr.Close()
+	argv := c.argv(p.Command)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
 	cmd.Env = append(os.Environ(), p.Env...)
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// A background child that keeps the output open must not hold us past the group kill.
-	cmd.WaitDelay = time.Second
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	cmd.SysProcAttr = c.attr()
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return round.ProcessExit{}, fmt.Errorf("starting %q: %w", p.Command, err)
+	leaders.Lock()
+	err = cmd.Start()
+	if err == nil {
+		leaders.pids[cmd.Process.Pid] = true
 	}
+	leaders.Unlock()
+	// Only the step holds the write end now: the read ends when it is gone.
+	_ = pw.Close()
+	if err != nil {
+		return round.ProcessExit{}, "", fmt.Errorf("starting %q: %w", p.Command, err)
+	}
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(out, pr)
+		if errors.Is(err, os.ErrClosed) {
+			err = nil
+		}
+		copied <- err
+	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
@@ -80,24 +134,43 @@ func (p Process) Run(ctx context.Context) (round.ProcessExit, error) {
 	case <-ctx.Done():
 		waitErr = stopGroup(cmd.Process.Pid, done, p.KillGrace)
 	}
-	exit := round.ProcessExit{TimedOut: timedOut, Duration: time.Since(start), Tail: tail.String()}
+	// Whatever the step left behind dies now: its group, and under a
+	// subreaper every orphan. In a PID namespace nothing is left.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	leaders.Lock()
+	delete(leaders.pids, cmd.Process.Pid)
+	leaders.Unlock()
+	if c == containSubreaper {
+		sweepOrphans()
+	}
+	select {
+	case err = <-copied:
+	case <-time.After(pipeDelay):
+		_ = pr.Close()
+		err = <-copied
+	}
+	if err != nil {
+		return round.ProcessExit{}, "", fmt.Errorf("reading the output of %q: %w", p.Command, err)
+	}
+	captured := output.String()
+	exit := round.ProcessExit{TimedOut: timedOut, Duration: time.Since(start), Tail: captured[max(0, len(captured)-tailBytes):]}
 	if ctx.Err() != nil && !timedOut {
-		return exit, fmt.Errorf("%q aborted: %w", p.Command, ctx.Err())
+		return exit, captured, fmt.Errorf("%q aborted: %w", p.Command, ctx.Err())
 	}
 	if waitErr != nil && cmd.ProcessState == nil {
-		return exit, waitErr
+		return exit, captured, waitErr
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		exit.ExitCode = 128 + int(ws.Signal())
 	} else {
 		exit.ExitCode = cmd.ProcessState.ExitCode()
 	}
-	// The log is the step's record, read back for its result: a write or
-	// close that fails fails the step.
+	// The log is the step's record for people: a write or close that fails
+	// fails the step.
 	if _, err := fmt.Fprintf(logFile, "\n[autoresearch] exit code %d after %s (timed out: %t)\n", exit.ExitCode, exit.Duration.Round(time.Millisecond), timedOut); err != nil {
-		return exit, err
+		return exit, captured, err
 	}
-	return exit, logFile.Close()
+	return exit, captured, logFile.Close()
 }
 
 // stopGroup sends SIGTERM to the process group and SIGKILL after grace.

@@ -3,7 +3,8 @@
 // to leave something behind, by going around the supervisor instead of
 // improving the code. Every one must end in a failing verdict, with nothing
 // of it on the experiment branch or in the user's repository, and without
-// the supervisor ever running a command the attack planted.
+// the supervisor ever running a command the attack planted, nor any process
+// the attack started outliving its step.
 package tamper
 
 import (
@@ -29,8 +30,10 @@ func TestMain(m *testing.M) {
 // verdicts says what each attack must end in.
 var verdicts = map[string]v1alpha1.Verdict{
 	"alternates":            v1alpha1.VerdictComplianceFailed,
+	"append-eval-log":       v1alpha1.VerdictNotImproved,
 	"assume-unchanged-eval": v1alpha1.VerdictComplianceFailed,
 	"clean-filter":          v1alpha1.VerdictComplianceFailed,
+	"daemon-train":          v1alpha1.VerdictNotImproved,
 	"edit-fixed-eval":       v1alpha1.VerdictComplianceFailed,
 	"fixed-dir-new-file":    v1alpha1.VerdictComplianceFailed,
 	"fixed-region-edit":     v1alpha1.VerdictComplianceFailed,
@@ -56,6 +59,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"python-startup":        v1alpha1.VerdictComplianceFailed,
 	"replace-object":        v1alpha1.VerdictComplianceFailed,
 	"researcher-commit":     v1alpha1.VerdictComplianceFailed,
+	"setsid-edit-eval":      v1alpha1.VerdictNotImproved,
 	"skip-worktree-eval":    v1alpha1.VerdictComplianceFailed,
 	"symlink-helper":        v1alpha1.VerdictComplianceFailed,
 	"symlink-variable":      v1alpha1.VerdictComplianceFailed,
@@ -158,7 +162,7 @@ spec:
 		t.Fatalf("round 1 has no verdict:\n%s", out.String())
 	}
 	if _, err := os.Lstat(marker); err == nil {
-		t.Error("the supervisor ran a command the attack planted")
+		t.Error("a command the attack planted ran: the supervisor ran it, or a process outlived its step")
 	}
 	if data, err := os.ReadFile(goEnv); err != nil || string(data) != "GOPRIVATE=example.com/private\n" {
 		t.Errorf("the user's Go environment file is now %q (%v)", data, err)

@@ -1,0 +1,159 @@
+//go:build linux
+
+package runner
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// chooseContainment tries, best first, what this machine allows: PID
+// namespaces need root or unprivileged user namespaces; a subreaper needs
+// only Linux.
+func chooseContainment() containment {
+	for _, c := range []containment{containNamespaces, containUserNamespaces} {
+		if c == containNamespaces && os.Geteuid() != 0 {
+			continue
+		}
+		probe := exec.Command("/bin/sh", "-c", ":")
+		probe.SysProcAttr = c.attr()
+		if probe.Run() == nil {
+			return c
+		}
+	}
+	if enableSubreaper() == nil {
+		return containSubreaper
+	}
+	return containProcessGroup
+}
+
+func (c containment) addNamespaces(a *syscall.SysProcAttr) {
+	switch c {
+	case containNamespaces:
+		a.Cloneflags = syscall.CLONE_NEWPID
+	case containUserNamespaces:
+		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	default:
+		return
+	}
+	// Go makes the new mount namespace private before the exec: nothing a
+	// step mounts reaches the runner or the steps after it.
+	a.Unshareflags = syscall.CLONE_NEWNS
+}
+
+// prepare readies the runner for a step under c.
+func (c containment) prepare() error {
+	if c == containSubreaper {
+		return enableSubreaper()
+	}
+	return nil
+}
+
+var enableSubreaper = sync.OnceValue(func() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+})
+
+// sweepMu serializes sweeps: a sweep reaps the pids it killed, and no other
+// may wait on them meanwhile.
+var sweepMu sync.Mutex
+
+// sweepOrphans kills every process that a step left behind. The runner is a
+// subreaper, so a step's orphans are its children; they are told from the
+// runner's own children by their session — a step runs in a session of its
+// own, and no process can join another session — and from the steps running
+// now by leaders. Each is killed with everything it started, and reaped by
+// its pid alone: waiting for any child would take os/exec's.
+func sweepOrphans() {
+	sweepMu.Lock()
+	defer sweepMu.Unlock()
+	self := os.Getpid()
+	sid, err := unix.Getsid(0)
+	if err != nil {
+		return
+	}
+	// Each pass kills the orphans and their descendants; what they forked
+	// meanwhile is orphaned to the runner again and found by the next.
+	for range 100 {
+		leaders.Lock()
+		procs := readProcs()
+		var orphans []int
+		for pid, p := range procs {
+			if p.ppid == self && p.sid != sid && !leaders.pids[pid] {
+				orphans = append(orphans, pid)
+			}
+		}
+		for _, pid := range descendants(procs, orphans) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		leaders.Unlock()
+		if len(orphans) == 0 {
+			return
+		}
+		for _, pid := range orphans {
+			for {
+				if _, err := syscall.Wait4(pid, nil, 0, nil); !errors.Is(err, syscall.EINTR) {
+					break
+				}
+			}
+		}
+	}
+}
+
+// proc is what a sweep needs of a process.
+type proc struct{ ppid, sid int }
+
+// readProcs reads every process's parent and session from /proc.
+func readProcs() map[int]proc {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	procs := make(map[int]proc, len(entries))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp session …; comm may hold anything.
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 4 {
+			continue
+		}
+		ppid, err1 := strconv.Atoi(f[1])
+		sid, err2 := strconv.Atoi(f[3])
+		if err1 == nil && err2 == nil {
+			procs[pid] = proc{ppid: ppid, sid: sid}
+		}
+	}
+	return procs
+}
+
+// descendants returns roots and every process below them.
+func descendants(procs map[int]proc, roots []int) []int {
+	children := map[int][]int{}
+	for pid, p := range procs {
+		children[p.ppid] = append(children[p.ppid], pid)
+	}
+	all := append([]int(nil), roots...)
+	for i := 0; i < len(all); i++ {
+		all = append(all, children[all[i]]...)
+	}
+	return all
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package runner
+
+import "syscall"
+
+// Without Linux's namespaces and subreaper, a step is its process group.
+func chooseContainment() containment { return containProcessGroup }
+
+func (c containment) addNamespaces(*syscall.SysProcAttr) {}
+
+func (c containment) prepare() error { return nil }
+
+func sweepOrphans() {}

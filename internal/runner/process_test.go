@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// containments are the modes this machine can run, each forced in turn:
+// the namespaces need root or unprivileged user namespaces, the subreaper
+// Linux.
+func containments(t *testing.T) []containment {
+	t.Helper()
+	t.Logf("this machine contains steps by %s", Containment())
+	var modes []containment
+	for _, c := range []containment{containNamespaces, containUserNamespaces, containSubreaper, containProcessGroup} {
+		if c.prepare() != nil {
+			continue
+		}
+		probe := exec.Command("/bin/sh", "-c", ":")
+		probe.SysProcAttr = c.attr()
+		if probe.Run() == nil {
+			modes = append(modes, c)
+		}
+	}
+	return modes
+}
+
+func runStep(t *testing.T, c containment, command string, timeout time.Duration) (string, time.Duration) {
+	t.Helper()
+	p := Process{
+		Command: command, Dir: t.TempDir(), Timeout: timeout, KillGrace: 300 * time.Millisecond,
+		LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
+	}
+	start := time.Now()
+	exit, output, err := p.RunOutput(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(output) < tailBytes && exit.Tail != output {
+		t.Errorf("tail %q of a short output %q", exit.Tail, output)
+	}
+	return output, time.Since(start)
+}
+
+// neverWritten fails when file appears within d.
+func neverWritten(t *testing.T, file string, d time.Duration) {
+	t.Helper()
+	time.Sleep(d)
+	if _, err := os.Stat(file); err == nil {
+		t.Errorf("a process of the step outlived it and wrote %s", file)
+	}
+}
+
+// leftovers are ways a step leaves a process behind that writes a file two
+// seconds later; the step's directory has the file as FILE.
+var leftovers = map[string]string{
+	"background":         `sh -c 'sleep 2; echo x > "$FILE"' &`,
+	"setsid":             `setsid sh -c 'sleep 2; echo x > "$FILE"' &`,
+	"double fork":        `(sh -c 'sleep 2; echo x > "$FILE"' &)`,
+	"setsid double fork": `(setsid sh -c 'sleep 2; echo x > "$FILE"' &)`,
+	"ignores SIGTERM":    `setsid sh -c 'trap "" TERM; sleep 2; echo x > "$FILE"' &`,
+}
+
+func TestEveryProcessOfAStepDiesWithIt(t *testing.T) {
+	for _, c := range containments(t) {
+		for name, command := range leftovers {
+			// A process group is all the fallback of last resort holds.
+			if c == containProcessGroup && strings.Contains(command, "setsid") {
+				continue
+			}
+			t.Run(c.String()+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				file := filepath.Join(t.TempDir(), "written")
+				runStep(t, c, "export FILE="+file+"; "+command+"\nsleep 0.3", 10*time.Second)
+				neverWritten(t, file, 3*time.Second)
+			})
+		}
+	}
+}
+
+func TestAStepEndsWhenItExitsThoughAChildHoldsItsOutput(t *testing.T) {
+	for _, c := range containments(t) {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			command := "sleep 30 & echo done"
+			if c != containProcessGroup {
+				command = "setsid sleep 30 & echo done"
+			}
+			output, took := runStep(t, c, command, 10*time.Second)
+			if took > 3*time.Second {
+				t.Errorf("the step took %s, held by its child", took)
+			}
+			if !strings.Contains(output, "done") {
+				t.Errorf("output %q", output)
+			}
+		})
+	}
+}
+
+func TestTimeoutSendsSIGTERMThenSIGKILL(t *testing.T) {
+	for _, c := range containments(t) {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			p := Process{
+				Command: `trap 'echo terminated; exit 3' TERM; sleep 30 & wait`, Dir: t.TempDir(),
+				Timeout: 300 * time.Millisecond, KillGrace: 5 * time.Second,
+				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
+			}
+			exit, output, err := p.RunOutput(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !exit.TimedOut || exit.ExitCode != 3 || !strings.Contains(output, "terminated") {
+				t.Errorf("exit %+v, output %q: want the command's own SIGTERM handler to end it", exit, output)
+			}
+
+			file := filepath.Join(t.TempDir(), "written")
+			p.Command = "trap '' TERM; sleep 2; echo x > " + file
+			p.KillGrace = 300 * time.Millisecond
+			start := time.Now()
+			if exit, _, err = p.RunOutput(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if !exit.TimedOut || exit.ExitCode != 128+9 || time.Since(start) > 1500*time.Millisecond {
+				t.Errorf("exit %+v after %s, want killed after the grace", exit, time.Since(start))
+			}
+			neverWritten(t, file, 3*time.Second)
+		})
+	}
+}
+
+func TestOutputIsWhatTheRunnerRead(t *testing.T) {
+	for _, c := range containments(t) {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			log := filepath.Join(t.TempDir(), "eval.log")
+			p := Process{
+				// The step writes its own log file besides its output.
+				Command: "echo 'val_bpb: 0.9'; echo 'val_bpb: 0.01' >> " + log, Dir: t.TempDir(),
+				Timeout: 10 * time.Second, KillGrace: time.Second, LogPath: log, containment: c,
+			}
+			_, output, err := p.RunOutput(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if output != "val_bpb: 0.9\n" {
+				t.Errorf("output %q, want only what the step printed", output)
+			}
+		})
+	}
+}
+
+func TestOutputKeepsItsEnd(t *testing.T) {
+	// 5 MiB of lines, then the metric.
+	output, _ := runStep(t, containAuto, `yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz | head -c 5242880; echo; echo 'val_bpb: 0.9'`, time.Minute)
+	if len(output) != outputBytes || !strings.HasSuffix(output, "\nval_bpb: 0.9\n") {
+		t.Errorf("output of %d bytes ending %q", len(output), output[max(0, len(output)-40):])
+	}
+}
