@@ -187,7 +187,7 @@ func newWorkspaceCheckCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			strategy, err := supervisor.FinishResearch(cmd.Context(), ws, round, stateDir)
+			strategy, err := supervisor.FinishResearch(cmd.Context(), ws, round, stateDir, nil)
 			if err != nil {
 				return err
 			}

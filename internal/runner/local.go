@@ -405,6 +405,12 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	if err := supervisor.PrepareRound(ctx, l.ws, a.Round, a.BaseCommit, l.ws.StateDir(), a.Ledger); err != nil {
 		return nil, err
 	}
+	// The backup is in the worktree, where the Researcher can write: the
+	// runner keeps its own copy until the Researcher is done.
+	saved, err := supervisor.ReadBackup(l.ws.StateDir(), a.Round)
+	if err != nil {
+		return nil, err
+	}
 	text, err := prompt.Render(*a.Prompt)
 	if err != nil {
 		return nil, err
@@ -437,7 +443,7 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	if err != nil {
 		return nil, err
 	}
-	strategy, err := supervisor.FinishResearch(ctx, l.ws, a.Round, l.ws.StateDir())
+	strategy, err := supervisor.FinishResearch(ctx, l.ws, a.Round, l.ws.StateDir(), saved)
 	if err != nil {
 		return nil, err
 	}

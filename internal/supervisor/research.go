@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -39,9 +40,73 @@ const (
 	gitStateFile = "git-state.json"
 	tamperFile   = "git-tampering"
 	// forgeryFile names the ledger files the Researcher changed beyond its
-	// Strategy row.
-	forgeryFile = "ledger-forgery"
+	// Strategy row; backupForgeryFile the files of the backup itself that
+	// it changed.
+	forgeryFile       = "ledger-forgery"
+	backupForgeryFile = "backup-forgery"
 )
+
+// Backup is a round's ledger backup as PrepareRound wrote it, kept in
+// memory by a caller that outlives the Researcher, as the local runner
+// does: there the Researcher can write the state directory, and
+// FinishResearch then restores the backup itself before using it.
+type Backup struct {
+	files map[string][]byte
+}
+
+// ReadBackup reads the backup PrepareRound wrote for round.
+func ReadBackup(stateDir string, round int32) (*Backup, error) {
+	dir := backupDir(stateDir, round)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backup{files: map[string][]byte{}}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		b.files[e.Name()] = data
+	}
+	return b, nil
+}
+
+// restore puts the backup in dir back as b holds it, and names what it had
+// to change.
+func (b *Backup) restore(dir string) ([]string, error) {
+	var changed []string
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range entries {
+		if _, ok := b.files[e.Name()]; !ok {
+			changed = append(changed, e.Name())
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.files)) {
+		p := filepath.Join(dir, name)
+		if now, err := os.ReadFile(p); err == nil && string(now) == string(b.files[name]) {
+			continue
+		}
+		changed = append(changed, name)
+		if err := os.RemoveAll(p); err != nil {
+			return nil, err
+		}
+		if err := workspace.WriteFileAtomic(p, b.files[name]); err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(changed)
+	return changed, nil
+}
 
 // PrepareRound records ledger first when it is not nil (the baseline's row,
 // which no git step writes), puts the worktree back on base for the
@@ -73,7 +138,7 @@ func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, bas
 	if err := ws.Rollback(ctx, base); err != nil {
 		return err
 	}
-	for _, name := range []string{strategyFile, tamperFile, forgeryFile} {
+	for _, name := range []string{strategyFile, tamperFile, forgeryFile, backupForgeryFile} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -88,12 +153,27 @@ func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, bas
 // the repository's git machinery, then the ledger — as PrepareRound saved
 // them, and returns the Strategy the Researcher wrote into the ledger: the
 // ledger is the supervisor's, and the Strategy is all a Researcher adds to
-// it. What had to be undone of the git machinery, and which ledger files
+// it. saved, when not nil, is the backup as ReadBackup read it before the
+// Researcher started; the backup is put back as it was first. What had to
+// be undone of the backup and of the git machinery, and which ledger files
 // the Researcher changed beyond its Strategy row, are kept for
 // CheckCompliance. Called again for the same attempt, it returns the same
 // Strategy and keeps the same record.
-func FinishResearch(ctx context.Context, ws *workspace.Workspace, round int32, stateDir string) (string, error) {
+func FinishResearch(ctx context.Context, ws *workspace.Workspace, round int32, stateDir string, saved *Backup) (string, error) {
 	dir := backupDir(stateDir, round)
+	if saved != nil {
+		forged, err := saved.restore(dir)
+		if err != nil {
+			return "", err
+		}
+		if len(forged) > 0 {
+			if err := workspace.WriteFileAtomic(filepath.Join(dir, backupForgeryFile), []byte(strings.Join(forged, ", "))); err != nil {
+				return "", err
+			}
+			// What the backup now has is the record for a retried check.
+			saved.files[backupForgeryFile] = []byte(strings.Join(forged, ", "))
+		}
+	}
 	if _, err := os.Stat(filepath.Join(dir, baseFile)); err != nil {
 		return "", fmt.Errorf("no ledger backup of round %d in %s: the round was not prepared: %w", round, dir, err)
 	}
@@ -132,6 +212,7 @@ func FinishResearch(ctx context.Context, ws *workspace.Workspace, round int32, s
 func tampering(stateDir string, round int32) (string, error) {
 	var reasons []string
 	for _, f := range []struct{ name, reason string }{
+		{backupForgeryFile, "the Researcher changed the supervisor's ledger backup (restored): "},
 		{tamperFile, "the Researcher changed git itself, which only the supervisor may do (undone): "},
 		{forgeryFile, "the Researcher edited the supervisor's ledger beyond its Strategy row (restored): "},
 	} {

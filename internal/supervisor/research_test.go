@@ -28,7 +28,7 @@ func TestFinishResearchTakesTheStrategyAndRestoresTheLedger(t *testing.T) {
 	researcher(t, ws.Dir, "double SCORE")
 
 	for attempt := 1; attempt <= 2; attempt++ {
-		strategy, err := FinishResearch(ctx, ws, 1, state)
+		strategy, err := FinishResearch(ctx, ws, 1, state, nil)
 		if err != nil {
 			t.Fatalf("attempt %d: %v", attempt, err)
 		}
@@ -56,7 +56,7 @@ func TestPrepareRoundAgainUndoesTheFailedAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	researcher(t, ws.Dir, "first attempt")
-	if _, err := FinishResearch(ctx, ws, 1, state); err != nil {
+	if _, err := FinishResearch(ctx, ws, 1, state, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The round restarts after an interruption, and its Researcher runs again.
@@ -71,7 +71,7 @@ func TestPrepareRoundAgainUndoesTheFailedAttempt(t *testing.T) {
 		t.Errorf("the worktree is not back on base: train.sh = %q", got)
 	}
 	researcher(t, ws.Dir, "second attempt")
-	strategy, err := FinishResearch(ctx, ws, 1, state)
+	strategy, err := FinishResearch(ctx, ws, 1, state, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestPrepareRoundAtAnotherBaseTakesANewBackup(t *testing.T) {
 	if err := PrepareRound(ctx, ws, 1, base, state, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FinishResearch(ctx, ws, 1, state); err != nil {
+	if _, err := FinishResearch(ctx, ws, 1, state, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, ws.ResultsPath()); got != results {
@@ -105,11 +105,54 @@ func TestPrepareRoundAtAnotherBaseTakesANewBackup(t *testing.T) {
 
 func TestFinishResearchNeedsAPreparedRound(t *testing.T) {
 	ws, _ := newWorkspace(t)
-	_, err := FinishResearch(context.Background(), ws, 1, t.TempDir())
+	_, err := FinishResearch(context.Background(), ws, 1, t.TempDir(), nil)
 	if err == nil || !strings.Contains(err.Error(), "the round was not prepared") {
 		t.Errorf("error = %v, want one saying the round was not prepared", err)
 	}
 	if _, err := os.Stat(ws.ExperiencesPath()); err != nil {
 		t.Errorf("the ledger is gone: %v", err)
+	}
+}
+
+func TestFinishResearchRestoresAForgedBackupFromTheCallersCopy(t *testing.T) {
+	ctx := context.Background()
+	ws, res := newWorkspace(t)
+	state := t.TempDir()
+	experiences, results := readFile(t, ws.ExperiencesPath()), readFile(t, ws.ResultsPath())
+	if err := PrepareRound(ctx, ws, 1, res.StartCommit, state, nil); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := ReadBackup(state, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Researcher forges the ledger and the backup alike, so that the
+	// two agree, and plants a Strategy for the check to take.
+	researcher(t, ws.Dir, "double SCORE")
+	dir := backupDir(state, 1)
+	for _, name := range []string{"experiences.md", "results.tsv"} {
+		writeFiles(t, dir, map[string]string{name: readFile(t, filepath.Join(ws.Dir, name))})
+	}
+	writeFiles(t, dir, map[string]string{strategyFile: "a planted strategy"})
+
+	strategy, err := FinishResearch(ctx, ws, 1, state, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strategy != "double SCORE" {
+		t.Errorf("strategy = %q, want the one in the Researcher's row", strategy)
+	}
+	if got := readFile(t, ws.ExperiencesPath()); got != experiences {
+		t.Errorf("experiences.md restored from the forged backup:\n%s", got)
+	}
+	if got := readFile(t, ws.ResultsPath()); got != results {
+		t.Errorf("results.tsv restored from the forged backup:\n%s", got)
+	}
+	got, err := tampering(state, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "the Researcher changed the supervisor's ledger backup (restored): experiences.md, results.tsv, strategy"; !strings.Contains(got, want) {
+		t.Errorf("tampering = %q, want it to say %q", got, want)
 	}
 }

@@ -39,6 +39,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"fixed-region-edit":     v1alpha1.VerdictComplianceFailed,
 	"fixed-region-unmark":   v1alpha1.VerdictComplianceFailed,
 	"forge-candidate-ref":   v1alpha1.VerdictComplianceFailed,
+	"forge-ledger-backup":   v1alpha1.VerdictComplianceFailed,
 	"forge-experiences":     v1alpha1.VerdictComplianceFailed,
 	"forge-results":         v1alpha1.VerdictComplianceFailed,
 	"fsmonitor":             v1alpha1.VerdictComplianceFailed,
