@@ -181,8 +181,10 @@ func playImprovedRound1(t *testing.T, ns string) {
 	if !strings.Contains(prompt.Data["prompt.md"], "This is Round 1 of 3.") || !strings.Contains(prompt.Data["prompt.md"], "val_bpb=1") {
 		t.Errorf("round 1 prompt lacks its round or the baseline:\n%s", prompt.Data["prompt.md"])
 	}
-	playRound(t, ns, 1, roundPlay{compliance: steps.ComplianceResult{Strategy: "cosine schedule"}, train: trainOK(), eval: evalValue("0.9")})
+	playRound(t, ns, 1, roundPlay{compliance: steps.ComplianceResult{Strategy: "cosine schedule", Candidate: "cafe1111"}, train: trainOK(), eval: evalValue("0.9")})
+	checkSealedJob(t, waitJob(t, ns, podName(1, stepTrain)), "train", "cafe1111")
 	eval := waitJob(t, ns, podName(1, stepEval))
+	checkSealedJob(t, eval, "eval", "cafe1111")
 	if args := strings.Join(eval.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--fixed-hashes=") {
 		t.Errorf("round 1 eval does not verify the fixed files: %s", args)
 	}
@@ -191,8 +193,8 @@ func playImprovedRound1(t *testing.T, ns string) {
 	}
 	git := waitPod(t, ns, podName(1, stepGit))
 	checkStepPod(t, git)
-	if args := strings.Join(git.Spec.Containers[0].Args, " "); !strings.Contains(args, "autoresearch: round 1 — val_bpb=0.9 (improved)") {
-		t.Errorf("git pod args %q lack the commit message", args)
+	if args := strings.Join(git.Spec.Containers[0].Args, " "); !strings.Contains(args, "autoresearch: round 1 — val_bpb=0.9 (improved)") || !strings.Contains(args, "--candidate=cafe1111") {
+		t.Errorf("git pod args %q lack the commit message or the sealed candidate", args)
 	}
 	finishPod(t, ns, podName(1, stepGit), 0, result(t, steps.GitResult{Commit: "c1c1c1c1c1"}))
 	ar := waitStatus(t, ns, experiment, "round 1's verdict", func(s v1alpha1.AutoResearchStatus) bool { return s.CompletedRounds == 1 })
@@ -422,6 +424,38 @@ func checkStepPod(t *testing.T, pod *corev1.Pod) {
 	owner := metav1.GetControllerOf(pod)
 	if pod.Namespace != "" && pod.Labels[LabelExperiment] != "" && (owner == nil || owner.Kind != "AutoResearch") && pod.Labels["batch.kubernetes.io/job-name"] == "" {
 		t.Errorf("%s is not owned by its experiment: %+v", pod.Name, pod.OwnerReferences)
+	}
+}
+
+// checkSealedJob checks that a train or eval Job of round 1 runs a fresh
+// checkout of the sealed candidate, made by an init container, and that its
+// container sees nothing else of the workspace but the round's logs: not
+// the git directory, the supervisor's state or the Researcher's worktree.
+func checkSealedJob(t *testing.T, job *batchv1.Job, step, candidate string) {
+	t.Helper()
+	spec := job.Spec.Template.Spec
+	var checkout string
+	for _, c := range spec.InitContainers {
+		if c.Name == "checkout" {
+			checkout = strings.Join(c.Args, " ")
+		}
+	}
+	run := "/workspace/state/runs/r1/" + step
+	if !strings.Contains(checkout, "--commit="+candidate) || !strings.Contains(checkout, "--dest="+run) {
+		t.Errorf("%s: checkout init container args %q, want the candidate %s checked out into %s", job.Name, checkout, candidate, run)
+	}
+	if step == "eval" && !strings.Contains(checkout, "--trained=/workspace/state/runs/r1/train/exp") {
+		t.Errorf("%s: the evaluation's checkout %q does not get the training outputs", job.Name, checkout)
+	}
+	var workspace []string
+	for _, m := range spec.Containers[0].VolumeMounts {
+		if m.Name == volumeWorkspace {
+			workspace = append(workspace, m.SubPath+" at "+m.MountPath)
+		}
+	}
+	want := []string{"state/runs/r1/" + step + " at " + steps.WorktreeDir, "logs/round-1 at /workspace/logs/round-1"}
+	if !slices.Equal(workspace, want) {
+		t.Errorf("%s mounts %q of the workspace, want only %q", job.Name, workspace, want)
 	}
 }
 

@@ -71,6 +71,11 @@ type Local struct {
 	toolEnv []string
 	// rebaselined says that save must record the protocol in force anew.
 	rebaselined bool
+	// gitState is the repository's git machinery as the round's training
+	// found it, kept in memory: training runs code the Researcher wrote, as
+	// the runner's user, and what it changes of git must be undone before
+	// the supervisor runs git again. nil when no round is in training.
+	gitState *workspace.GitState
 }
 
 // Run runs the experiment until it finishes, fails, is suspended or is
@@ -477,6 +482,13 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 }
 
 func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observation, error) {
+	if a.Round > 0 {
+		st, err := l.ws.SnapshotGitState(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.gitState = &st
+	}
 	logPath := filepath.Join(l.roundDir(a.Round), "train.log")
 	if a.Sample > 0 {
 		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("train-%d.log", a.Sample))
@@ -505,6 +517,17 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 
 func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation, error) {
 	obs := &round.Observation{Kind: round.ObserveEvalFinished, Round: a.Round, Eval: &round.EvalResult{}}
+	undone, err := l.restoreGitState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(undone) > 0 {
+		// Training changed git, which is as fixed as the evaluation.
+		for _, u := range undone {
+			obs.Eval.FixedFilesChanged = append(obs.Eval.FixedFilesChanged, "git: "+u)
+		}
+		return obs, nil
+	}
 	trained := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain)
 	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunEval),
 		filepath.Join(trained, filepath.FromSlash(l.ws.Subdir)), v1alpha1.Strings(l.spec.Train.Outputs))
@@ -546,6 +569,10 @@ func (l *Local) gitStep(ctx context.Context, a round.Action) (*round.Observation
 	if a.Type == round.ActionCommit {
 		action, kind = steps.GitCommit, round.ObserveCommitted
 	}
+	if _, err := l.restoreGitState(ctx); err != nil {
+		return nil, err
+	}
+	l.gitState = nil
 	commit, err := supervisor.GitStep(ctx, l.ws, action, a.BaseCommit, a.Code, a.Message, *a.Ledger)
 	if err != nil {
 		return nil, err
@@ -561,6 +588,16 @@ func (l *Local) finish(ctx context.Context, a round.Action) (*round.Observation,
 	}
 	l.out.final(l, a, ledger)
 	return &round.Observation{Kind: round.ObserveFinished, Round: a.Round, Commit: commit}, nil
+}
+
+// restoreGitState puts back the git machinery as the round's training
+// found it, and says what it undid; nothing when no training of this run
+// snapshotted it.
+func (l *Local) restoreGitState(ctx context.Context) ([]string, error) {
+	if l.gitState == nil {
+		return nil, nil
+	}
+	return l.ws.RestoreGitState(ctx, *l.gitState)
 }
 
 // baseEnv is what every user process gets besides the runner's environment:
