@@ -140,6 +140,7 @@ func TestCRDFreezesTheMeasure(t *testing.T) {
 		"pattern added":    {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "bpb (.*)" }, "eval.command"},
 		"fixed files":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = nil }, "fixed cannot change"},
 		"time limit":       {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.TimeLimit.Duration *= 2 }, "fixed cannot change"},
+		"constraints":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{"seed 7"} }, "fixed cannot change"},
 		"train command":    {func(s *v1alpha1.AutoResearchSpec) { s.Train.Command = "python train.py --fast" }, "train.command and train.outputs cannot change"},
 		"train outputs":    {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"data"} }, "train.command and train.outputs cannot change"},
 		"baseline":         {func(s *v1alpha1.AutoResearchSpec) { s.Baseline.Value = "9" }, "baseline cannot change"},

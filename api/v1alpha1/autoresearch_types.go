@@ -62,7 +62,8 @@ type AutoResearchSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	PlateauRounds int32 `json:"plateauRounds,omitempty"`
 
-	// fixed holds the files nobody may change and the training limits.
+	// fixed holds the files nobody may change, the constraints the
+	// Researcher must keep and the training limits.
 	// +required
 	Fixed FixedSpec `json:"fixed"`
 
@@ -177,6 +178,19 @@ type FixedSpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
 	Files []PathPattern `json:"files,omitempty"`
+
+	// constraints are the protocol's fixed conditions in words, such as
+	// "random seed 42 in train.py" or "the data split is 90/10". The
+	// Researcher's prompt lists them as constraints to keep. Compliance
+	// enforces only what fixed files and fixed regions hold: a constraint
+	// on code in a variable file is checked only once fixed-region markers
+	// wrap that code.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	Constraints []string `json:"constraints,omitempty"`
 
 	// timeLimit is how long training may run, e.g. "5m".
 	// +required

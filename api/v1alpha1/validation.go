@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -21,6 +22,12 @@ var (
 	decimalRE    = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$`)
 	metricNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*$`)
 	moduleRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// The limits of fixed.constraints, as its markers give them.
+const (
+	maxConstraints      = 32
+	maxConstraintLength = 512
 )
 
 // Validate reports every rule the spec breaks, in the order of its fields.
@@ -55,6 +62,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	for i, f := range s.Fixed.Files {
 		errs = append(errs, f.Validate(p.Child("fixed", "files").Index(i))...)
 	}
+	errs = append(errs, validateConstraints(p.Child("fixed", "constraints"), s.Fixed.Constraints)...)
 	errs = append(errs, s.Fixed.TimeLimit.Validate(p.Child("fixed", "timeLimit"))...)
 	if s.Fixed.EpochLimit < 0 {
 		errs = append(errs, field.Invalid(p.Child("fixed", "epochLimit"), s.Fixed.EpochLimit, "must not be negative"))
@@ -163,6 +171,24 @@ func validateKernelTargets(p *field.Path, targets []KernelTarget) field.ErrorLis
 		}
 		errs = append(errs, k.Atol.Validate(fp.Child("atol"))...)
 		errs = append(errs, k.Rtol.Validate(fp.Child("rtol"))...)
+	}
+	return errs
+}
+
+// validateConstraints checks the fixed constraints as their CRD rules do,
+// and refuses a blank one, which would tell the Researcher nothing.
+func validateConstraints(p *field.Path, constraints []string) field.ErrorList {
+	var errs field.ErrorList
+	if len(constraints) > maxConstraints {
+		errs = append(errs, field.TooMany(p, len(constraints), maxConstraints))
+	}
+	for i, c := range constraints {
+		switch {
+		case strings.TrimSpace(c) == "":
+			errs = append(errs, field.Required(p.Index(i), "state the constraint in words, or remove the entry"))
+		case utf8.RuneCountInString(c) > maxConstraintLength:
+			errs = append(errs, field.TooLong(p.Index(i), c, maxConstraintLength))
+		}
 	}
 	return errs
 }

@@ -345,6 +345,11 @@ func (in *FixedSpec) DeepCopyInto(out *FixedSpec) {
 		*out = make([]PathPattern, len(*in))
 		copy(*out, *in)
 	}
+	if in.Constraints != nil {
+		in, out := &in.Constraints, &out.Constraints
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	out.TimeLimit = in.TimeLimit
 }
 

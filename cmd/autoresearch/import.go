@@ -24,7 +24,7 @@ func newImportCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := protocol.Parse(string(text), repoFiles(cmd.Context(), filepath.Dir(args[0])))
+			res, err := protocol.Parse(string(text), repo(cmd.Context(), filepath.Dir(args[0])))
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
@@ -43,6 +43,9 @@ func newImportCommand() *cobra.Command {
 			for _, note := range res.Inferred {
 				fmt.Fprintln(cmd.ErrOrStderr(), "inferred:", note)
 			}
+			for _, note := range res.Unenforced {
+				fmt.Fprintln(cmd.ErrOrStderr(), "not enforced:", note)
+			}
 			if len(res.Missing) > 0 {
 				return &exitError{code: 3, err: fmt.Errorf("written with gaps; fill in: %s", strings.Join(res.Missing, ", "))}
 			}
@@ -53,22 +56,39 @@ func newImportCommand() *cobra.Command {
 	return cmd
 }
 
-// repoFiles lists the files git tracks in dir, relative to it, so that the
-// older protocol layout's prose can be matched against real file names.
-func repoFiles(ctx context.Context, dir string) []string {
+// repo describes the repository of dir for import: the files git tracks
+// in it, relative to it, so that the older protocol layout's prose can be
+// matched against real file names, and those that hold fixed-region
+// markers, which enforce the constraints on their code. Outside git it
+// reads the files of dir itself.
+func repo(ctx context.Context, dir string) protocol.Repo {
 	out, err := workspace.Git(ctx, dir, nil, "ls-files")
 	if err != nil {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return nil
-		}
-		var files []string
-		for _, e := range entries {
-			if !e.IsDir() {
-				files = append(files, e.Name())
-			}
-		}
-		return files
+		return dirFiles(dir)
 	}
-	return strings.Fields(out)
+	r := protocol.Repo{Files: strings.Fields(out)}
+	// git grep exits 1 when no file matches.
+	if out, err := workspace.Git(ctx, dir, nil, "grep", "-l", "-z", "-F", "--no-textconv", "-e", workspace.RegionBegin); err == nil {
+		r.Marked = strings.FieldsFunc(out, func(c rune) bool { return c == 0 })
+	}
+	return r
+}
+
+// dirFiles lists the files of dir and those that hold fixed-region markers.
+func dirFiles(dir string) protocol.Repo {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return protocol.Repo{}
+	}
+	var r protocol.Repo
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		r.Files = append(r.Files, e.Name())
+		if content, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && strings.Contains(string(content), workspace.RegionBegin) {
+			r.Marked = append(r.Marked, e.Name())
+		}
+	}
+	return r
 }

@@ -191,3 +191,48 @@ max_rounds: 4
 		}
 	}
 }
+
+// TestImportConstraints checks that import tells which fixed conditions
+// nothing enforces, until fixed-region markers hold them.
+func TestImportConstraints(t *testing.T) {
+	dir := t.TempDir()
+	text := `# Autoresearch Protocol: Seeded
+
+research_question: Does the seed matter?
+max_rounds: 2
+
+## Fixed
+- files: eval.py
+- time_limit: 5min
+- Random seed: 42 (set in train.py)
+- Data split: 90/10, see eval.py
+
+## Variable
+- files: train.py
+
+## Eval
+- metric: acc
+- direction: maximize
+- command: python eval.py
+`
+	src := filepath.Join(dir, "autoresearch-protocol.md")
+	for name, content := range map[string]string{src: text, filepath.Join(dir, "eval.py"): "print('acc: 1')\n", filepath.Join(dir, "train.py"): "seed = 42\n"} {
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const note = `not enforced: spec.fixed.constraints[0]: "Random seed: 42 (set in train.py)" is only told to the Researcher: wrap the code that holds it in train.py in`
+	out, _ := execute(t, "import", src)
+	if !strings.Contains(out, "constraints:\n    # "+note) || !strings.Contains(out, "\n"+note) || strings.Contains(out, "constraints[1]:") {
+		t.Errorf("import without markers: want the seed, and only the seed, named as not enforced in the YAML and on stderr:\n%s", out)
+	}
+
+	marked := "# autoresearch:fixed-begin seed\nseed = 42\n# autoresearch:fixed-end\n"
+	if err := os.WriteFile(filepath.Join(dir, "train.py"), []byte(marked), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = execute(t, "import", src)
+	if strings.Contains(out, "not enforced") || !strings.Contains(out, "- 'Random seed: 42 (set in train.py)'") {
+		t.Errorf("import with markers: want the seed kept as a constraint and nothing named as not enforced:\n%s", out)
+	}
+}

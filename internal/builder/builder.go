@@ -4,6 +4,8 @@
 package builder
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,6 +180,9 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"double slash":          {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"src//train.py"} }, "spec.variable.files[0]"},
 		"the whole directory":   {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"."} }, "spec.variable.files[0]"},
 		"fixed and variable":    {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
+		"blank constraint":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{"seed 42", ""} }, "spec.fixed.constraints[1]"},
+		"long constraint":       {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{strings.Repeat("x", 513)} }, "spec.fixed.constraints[0]"},
+		"too many constraints":  {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = slices.Repeat([]string{"seed 42"}, 33) }, "spec.fixed.constraints"},
 		"negative GPUs":         {func(s *v1alpha1.AutoResearchSpec) { s.Train.GPUs = ptr.To(int32(-1)) }, "spec.train.gpus"},
 		"output is the eval":    {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
 		"output escapes":        {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"../ckpt"} }, "spec.train.outputs[0]"},

@@ -43,6 +43,9 @@ type Data struct {
 	// each as its file, lines and begin marker, such as
 	// "train.py lines 10-14: # autoresearch:fixed-begin seed".
 	FixedRegions []string
+	// Constraints are the protocol's fixed conditions in words, such as
+	// "random seed 42 in train.py", which every change must keep.
+	Constraints []string
 	// VariableRange describes what may change; "" renders "(not specified)".
 	VariableRange string
 	// TimeLimit is the training time limit, e.g. "5m0s"; "" omits it.
@@ -119,6 +122,10 @@ func normalize(d Data) Data {
 	d.FixedFiles = nonEmpty(d.FixedFiles)
 	d.VariableFiles = nonEmpty(d.VariableFiles)
 	d.FixedRegions = nonEmpty(d.FixedRegions)
+	d.Constraints = nonEmpty(d.Constraints)
+	for i, c := range d.Constraints {
+		d.Constraints[i] = strings.Join(strings.Fields(c), " ")
+	}
 	notes := nonEmpty(d.Guidance)
 	for i, note := range notes {
 		notes[i] = strings.ReplaceAll(strings.ReplaceAll(note, "\r\n", "\n"), "\n", "\n  ")

@@ -49,6 +49,7 @@ func TestRenderGolden(t *testing.T) {
 			d.TimeLimit = "10m0s"
 			d.EpochLimit = 3
 			d.FixedRegions = []string{"kernels/attention.py lines 3-9: `# autoresearch:fixed-begin reference shapes`", " "}
+			d.Constraints = []string{"Random seed: 42 (set in train.py)", " ", "Data split: 90/10,\n  see prepare.py"}
 		},
 		"guidance": func(d *Data) {
 			d.TimeLimit = "5m0s"
@@ -172,13 +173,17 @@ func TestRenderOptionalParts(t *testing.T) {
 				"**Variable range:** (not specified)\n",
 				"## Recent experiences (last 5 rounds)\n",
 			},
-			wantAbsent: []string{"Research question:", "## Guidance", "time limit", "epoch", "Profile-first"},
+			wantAbsent: []string{"Research question:", "## Guidance", "time limit", "epoch", "Profile-first", "Fixed conditions"},
 		},
 		"research question": {
 			mutate: func(d *Data) { d.ResearchQuestion = "  Does muon beat AdamW here?\n" },
 			wantPresent: []string{
 				"This is Round 3 of 10.\n\nResearch question: Does muon beat AdamW here?\n\n## Your role\n",
 			},
+		},
+		"only blank constraints": {
+			mutate:     func(d *Data) { d.Constraints = []string{"", " \n "} },
+			wantAbsent: []string{"Fixed conditions"},
 		},
 		"only blank guidance": {
 			mutate:     func(d *Data) { d.Guidance = []string{"", " \n "} },

@@ -38,21 +38,37 @@ var loopFiles = map[string]bool{
 	"autoresearch-protocol.md": true,
 }
 
+// Repo is what Parse knows of the repository the protocol file is in, with
+// paths relative to the protocol file's directory.
+type Repo struct {
+	// Files lists its files, so that the older layout's prose can be
+	// matched against real file names; nil means unknown, and then any
+	// name with a usual code extension counts.
+	Files []string
+	// Marked lists the files that hold fixed-region markers, which keep the
+	// constraints on their code.
+	Marked []string
+}
+
 // repository is the list of files the older layout's prose is matched against.
 type repository struct {
-	known bool
-	files map[string]bool
+	known  bool
+	files  map[string]bool
+	marked map[string]bool
 	// byBase lists the paths ending in each base name, for prose that names
 	// "model.py" when the file is src/model.py.
 	byBase map[string][]string
 }
 
-func newRepository(files []string) repository {
-	r := repository{known: files != nil, files: map[string]bool{}, byBase: map[string][]string{}}
-	for _, f := range files {
-		f = strings.TrimPrefix(path.Clean(f), "./")
+func newRepository(repo Repo) repository {
+	r := repository{known: repo.Files != nil, files: map[string]bool{}, marked: map[string]bool{}, byBase: map[string][]string{}}
+	for _, f := range repo.Files {
+		f = path.Clean(f)
 		r.files[f] = true
 		r.byBase[path.Base(f)] = append(r.byBase[path.Base(f)], f)
+	}
+	for _, f := range repo.Marked {
+		r.marked[path.Clean(f)] = true
 	}
 	return r
 }

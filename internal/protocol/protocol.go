@@ -43,25 +43,26 @@ type Result struct {
 	// of the file that could not be used, each starting with the YAML path
 	// it is about: "spec.fixed.files: evaluate.py inferred from ...".
 	Inferred []string
+	// Unenforced holds one sentence per fixed constraint that compliance
+	// cannot check, each starting with its YAML path, such as
+	// "spec.fixed.constraints[0]: ...", and saying how to enforce it.
+	Unenforced []string
 	// Layout is LayoutCurrent or LayoutOlder.
 	Layout string
 }
 
-// Parse reads the text of a protocol file. repoFiles lists the files of the
-// repository, relative to the protocol file's directory, so that the older
-// layout's prose can be matched against real file names; nil means unknown,
-// and then any name with a usual code extension counts. Parse fails only for
-// text that is not a protocol at all.
-func Parse(text string, repoFiles []string) (Result, error) {
+// Parse reads the text of a protocol file in the repository repo. Parse
+// fails only for text that is not a protocol at all.
+func Parse(text string, repo Repo) (Result, error) {
 	doc := parseDocument(text)
 	if !doc.recognised() {
 		return Result{Object: newObject()}, errors.New(`not an autoresearch protocol: found no "# Autoresearch Protocol" title, no known section and no known key`)
 	}
-	b := &builder{doc: doc, repo: newRepository(repoFiles), obj: newObject()}
+	b := &builder{doc: doc, repo: newRepository(repo), obj: newObject()}
 	b.build()
 	sortByField(b.missing, func(s string) string { return s })
 	sortByField(b.notes, notePath)
-	return Result{Object: b.obj, Missing: b.missing, Inferred: b.notes, Layout: doc.layout()}, nil
+	return Result{Object: b.obj, Missing: b.missing, Inferred: b.notes, Unenforced: b.unenforcedNotes, Layout: doc.layout()}, nil
 }
 
 func newObject() *v1alpha1.AutoResearch {
@@ -85,6 +86,8 @@ type builder struct {
 	obj     *v1alpha1.AutoResearch
 	missing []string
 	notes   []string
+	// unenforcedNotes become Result.Unenforced.
+	unenforcedNotes []string
 }
 
 func (b *builder) miss(path string) {
@@ -130,6 +133,7 @@ func (b *builder) build() {
 	b.target()
 	b.baseline()
 	b.files()
+	b.constraints()
 	b.fixedLimits()
 	b.variableRange()
 	b.train()
@@ -578,6 +582,7 @@ var fieldOrder = []string{
 	"spec.target",
 	"spec.baseline",
 	"spec.fixed.files",
+	"spec.fixed.constraints",
 	"spec.fixed.timeLimit",
 	"spec.fixed.epochLimit",
 	"spec.variable.files",

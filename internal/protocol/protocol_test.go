@@ -50,7 +50,7 @@ func TestParseTestdata(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Parse(string(text), tc.repo)
+			res, err := Parse(string(text), Repo{Files: tc.repo})
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -104,7 +104,13 @@ func TestParseCurrentLayout(t *testing.T) {
 		MaxRounds:        30,
 		Baseline:         &v1alpha1.BaselineSpec{Value: "41.7"},
 		Fixed: v1alpha1.FixedSpec{
-			Files:      []v1alpha1.PathPattern{"evaluate.py", "reference/attention.py", "fixtures.py"},
+			Files: []v1alpha1.PathPattern{"evaluate.py", "reference/attention.py", "fixtures.py"},
+			Constraints: []string{
+				"random_seed: 42 (set in train.py)",
+				"Data split: 90/10, see prepare.py",
+				"The tokenizer stays as it is.",
+				"Reference outputs come from reference/attention.py and are compared in float32.",
+			},
 			TimeLimit:  duration(5 * time.Minute),
 			EpochLimit: 1,
 		},
@@ -146,7 +152,15 @@ func TestParseOlderLayout(t *testing.T) {
 		Target:           target,
 		Baseline:         &v1alpha1.BaselineSpec{Value: "0.223"},
 		Fixed: v1alpha1.FixedSpec{
-			Files:      []v1alpha1.PathPattern{"evaluate.py", "prepare.py", "data/loader.py"},
+			Files: []v1alpha1.PathPattern{"evaluate.py", "prepare.py", "data/loader.py"},
+			Constraints: []string{
+				"Data pipeline: prepare.py and data/loader.py, e.g. no augmentation at test time",
+				"Pressure termination code in train.py (the --time-limit flag) must keep working",
+				"Results are logged to experiences.md by the Supervisor",
+				"Checkpoint format: model.pt, written at the end of training",
+				"Random seed: 42 (set in train.py)",
+				"Data split: 90/10, see prepare.py",
+			},
 			TimeLimit:  duration(10 * time.Second),
 			EpochLimit: 1,
 		},
@@ -161,6 +175,9 @@ func TestParseOlderLayout(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, res.Object.Spec); diff != "" {
 		t.Errorf("spec (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"spec.fixed.constraints[1]", "spec.fixed.constraints[3]", "spec.fixed.constraints[4]"}, notePaths(res.Unenforced)); diff != "" {
+		t.Errorf("unenforced constraints (-want +got):\n%s", diff)
 	}
 	for _, note := range []string{
 		`spec.fixed.files: evaluate.py inferred from "Evaluation logic: evaluate.py (do NOT modify)"`,
@@ -181,7 +198,7 @@ func TestParseNotAProtocol(t *testing.T) {
 		"other title": "# Meeting notes\n\n## Attendees\n- me\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			res, err := Parse(text, nil)
+			res, err := Parse(text, Repo{})
 			if err == nil {
 				t.Fatalf("Parse succeeded with layout %q, want an error", res.Layout)
 			}
@@ -735,7 +752,7 @@ func TestParseDuration(t *testing.T) {
 
 func parse(t *testing.T, text string, repo []string) Result {
 	t.Helper()
-	res, err := Parse(text, repo)
+	res, err := Parse(text, Repo{Files: repo})
 	if err != nil {
 		t.Fatalf("Parse: %v\n%s", err, text)
 	}
@@ -749,6 +766,14 @@ func parseFile(t *testing.T, name string, repo []string) Result {
 		t.Fatal(err)
 	}
 	return parse(t, string(text), repo)
+}
+
+func notePaths(notes []string) []string {
+	var out []string
+	for _, n := range notes {
+		out = append(out, notePath(n))
+	}
+	return out
 }
 
 func duration(d time.Duration) v1alpha1.Duration { return v1alpha1.Duration{Duration: d} }

@@ -23,8 +23,9 @@ var missingHints = map[string]string{
 
 // YAML renders r.Object for a person to review before use. A header names
 // source and lists the missing fields; each Missing field gets a
-// "# MISSING:" comment and each Inferred note an "# inferred:" comment, above
-// the field they are about (or its nearest enclosing field that is written).
+// "# MISSING:" comment, each Inferred note an "# inferred:" comment and each
+// Unenforced note a "# not enforced:" comment, above the field they are
+// about (or its nearest enclosing field that is written).
 // Keys keep the API's field order; status and empty values are left out.
 func YAML(r Result, source string) ([]byte, error) {
 	if r.Object == nil {
@@ -104,6 +105,9 @@ func YAML(r Result, source string) ([]byte, error) {
 	for _, n := range notes {
 		place(notePath(n), "inferred: "+n)
 	}
+	for _, n := range r.Unenforced {
+		place(notePath(n), "not enforced: "+n)
+	}
 
 	layout := ""
 	if r.Layout != "" {
@@ -117,10 +121,17 @@ func YAML(r Result, source string) ([]byte, error) {
 	default:
 		summary = fmt.Sprintf("%d fields are missing: %s. Fill them in before use.", len(r.Missing), strings.Join(r.Missing, ", "))
 	}
-	header = append([]string{
+	lead := []string{
 		"# " + oneLine(fmt.Sprintf("AutoResearch imported from %s%s.", source, layout)),
 		"# " + oneLine(summary),
-	}, header...)
+	}
+	switch n := len(r.Unenforced); {
+	case n == 1:
+		lead = append(lead, "# 1 fixed constraint is only told to the Researcher, and compliance cannot check it; see spec.fixed.constraints.")
+	case n > 1:
+		lead = append(lead, fmt.Sprintf("# %d fixed constraints are only told to the Researcher, and compliance cannot check them; see spec.fixed.constraints.", n))
+	}
+	header = append(lead, header...)
 	root.HeadComment = strings.Join(header, "\n")
 
 	var buf bytes.Buffer

@@ -166,7 +166,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(protocol(map[string]string{"range": "- 可调范围:\n  - lr: [1e-4, 1e-2]\n  - \"warmup\": yes"}))
 	f.Add("# Autoresearch Protocol: x\nresearch_question: \"a: b\" # c\n## Eval\n- metric: null\n- command: |\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		res, err := Parse(text, nil)
+		res, err := Parse(text, Repo{})
 		if err != nil {
 			return
 		}

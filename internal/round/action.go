@@ -111,6 +111,7 @@ func promptData(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus
 		FixedFiles:       v1alpha1.Strings(spec.Fixed.Files),
 		VariableFiles:    v1alpha1.Strings(spec.Variable.Files),
 		FixedRegions:     regionLines(st.Workspace),
+		Constraints:      append([]string(nil), spec.Fixed.Constraints...),
 		VariableRange:    spec.Variable.Range,
 		TimeLimit:        spec.Fixed.TimeLimit.Duration.String(),
 		EpochLimit:       spec.Fixed.EpochLimit,

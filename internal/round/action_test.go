@@ -201,3 +201,18 @@ func TestPromptListsFixedRegions(t *testing.T) {
 		t.Errorf("fixed regions (-want +got):\n%s", diff)
 	}
 }
+
+// TestPromptListsConstraints checks that the prompt carries the protocol's
+// fixed conditions.
+func TestPromptListsConstraints(t *testing.T) {
+	d := newDriver(t, givenBaseline)
+	d.spec.Fixed.Constraints = []string{"random seed 42 in train.py", "the data split is 90/10"}
+	d.start()
+	a, ok := CurrentAction(d.spec, &d.st)
+	if !ok || a.Prompt == nil {
+		t.Fatalf("current action = %+v, want a Researcher with a prompt", a)
+	}
+	if diff := cmp.Diff(d.spec.Fixed.Constraints, a.Prompt.Constraints); diff != "" {
+		t.Errorf("constraints (-want +got):\n%s", diff)
+	}
+}
