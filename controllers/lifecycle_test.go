@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -237,5 +238,25 @@ func TestKueueQueueName(t *testing.T) {
 	job := waitJob(t, ns, "queued-r1-train")
 	if job.Labels[LabelKueueQueue] != "gpu-queue" || job.Spec.Suspend == nil || !*job.Spec.Suspend {
 		t.Errorf("train job labels %v suspend %v; want the queue label and a suspended job for Kueue to admit", job.Labels, job.Spec.Suspend)
+	}
+}
+
+func TestSpecNoSchemaRefusesFailsBeforeAnythingRuns(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	// The API server cannot count a pattern's capture groups; the engine can.
+	ar := builder.MakeAutoResearch(experiment, ns).Edit(func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = `val_bpb: [0-9.]+` }).Obj()
+	if err := k8s.Create(context.Background(), ar); err != nil {
+		t.Fatal(err)
+	}
+	got := waitStatus(t, ns, experiment, "the experiment to fail", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseFailed })
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionFailed); c == nil || c.Reason != v1alpha1.ReasonInvalidSpec || !strings.Contains(c.Message, "needs a capture group") {
+		t.Errorf("Failed condition %+v, want reason InvalidSpec saying what to fix", c)
+	}
+	if !hasEvent(t, ns, experiment, string(v1alpha1.PhaseFailed), "spec.eval.pattern") {
+		t.Errorf("no Failed event naming the field; events: %v", eventReasons(t, ns))
+	}
+	if !absent(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: experiment + "-workspace"}}) {
+		t.Error("an invalid experiment got a workspace claim")
 	}
 }

@@ -571,6 +571,7 @@ const (
 	ReasonImproving        = "Improving"
 	ReasonInitializing     = "Initializing"
 	ReasonRoundRestarted   = "RoundRestarted"
+	ReasonInvalidSpec      = "InvalidSpec"
 )
 
 // AutoResearchStatus is the loop's progress. It stays small: the full ledger

@@ -120,6 +120,12 @@ func (e *engine) tick(resumed bool) {
 		return
 	}
 	if e.st.Workspace == nil {
+		// A rule no schema can state (a pattern without a capture group) is
+		// found here, before anything runs, rather than by every step.
+		if errs := e.spec.Validate(); len(errs) > 0 {
+			e.fail(v1alpha1.ReasonInvalidSpec, "the spec is invalid; fix it in a new experiment: "+errs.ToAggregate().Error())
+			return
+		}
 		e.prepareWorkspace(resumed)
 		return
 	}

@@ -46,6 +46,16 @@ func TestNextStart(t *testing.T) {
 				Conditions: map[string]string{"Ready": "False/Initializing", "Progressing": "True/RoundInProgress", "Failed": "False/NoFailure"},
 			},
 		},
+		"a spec no schema could refuse fails before anything runs": {
+			spec:        func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = `val_bpb: [0-9.]+` },
+			obs:         tick(),
+			wantActions: nil,
+			want: view{
+				Phase:      v1alpha1.PhaseFailed,
+				Message:    "the spec is invalid; fix it in a new experiment: spec.eval.pattern: Invalid value: \"val_bpb: [0-9.]+\": needs a capture group around the value",
+				Conditions: map[string]string{"Ready": "False/Failed", "Progressing": "False/Failed", "Failed": "True/InvalidSpec"},
+			},
+		},
 		"ready workspace measures the baseline in round 0": {
 			setup:       func(d *driver) { d.next(tick()) },
 			obs:         workspaceReady(),

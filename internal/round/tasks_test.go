@@ -53,7 +53,10 @@ func TestRoundTasksInProgress(t *testing.T) {
 		"kernel targets are checked for parity": {
 			spec: func(s *v1alpha1.AutoResearchSpec) {
 				s.Variable.Files = []v1alpha1.RelativePath{"train.py", "kernels.py"}
-				s.KernelTargets = []v1alpha1.KernelTarget{{Name: "rmsnorm"}, {Name: "rope"}}
+				s.KernelTargets = []v1alpha1.KernelTarget{
+					{Name: "rmsnorm", NewModule: "kernels:rmsnorm", BaselineModule: "reference:rmsnorm", Fixture: "reference:fixture"},
+					{Name: "rope", NewModule: "kernels:rope", BaselineModule: "reference:rope", Fixture: "reference:fixture"},
+				}
 			},
 			setup: preflightTrained,
 			obs:   evaluated(0, "1.0"),
