@@ -178,7 +178,11 @@ func FuzzParse(f *testing.F) {
 		if err := yaml.UnmarshalStrict(out, &back); err != nil {
 			t.Fatalf("YAML does not read back: %v\n%s", err, out)
 		}
-		// The slots of missing fields read back as empty values.
+		// The slots of missing fields read back as empty values; the slot
+		// of a baseline value that is not a number, as an empty baseline.
+		if b := back.Spec.Baseline; b != nil && res.Object.Spec.Baseline == nil && *b == (v1alpha1.BaselineSpec{}) {
+			back.Spec.Baseline = nil
+		}
 		if diff := cmp.Diff(res.Object, &back, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("YAML reads back differently (-object +read back):\n%s\n%s", diff, out)
 		}
