@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -27,8 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
@@ -121,6 +124,12 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		log.Info("Recreating a failed step", "child", failure.name, "reason", failure.reason)
 		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonStepRetried, actionRetry, "%s", failure.reason)
 		return r.deleteChild(ctx, failure.name, w)
+	}
+	if a, ok := round.CurrentAction(spec, &ar.Status); ok && obs.Kind == round.ObserveTick && (a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval) {
+		if why := queuedReason(w.jobPods[childName(ar, a)]); why != "" {
+			// Waiting is shown, never judged.
+			r.recorder.Eventf(ar, nil, corev1.EventTypeNormal, reasonQueued, actionWait, "%s", why)
+		}
 	}
 	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now()})
 
@@ -316,6 +325,29 @@ var childFinished = predicate.Funcs{
 	},
 }
 
+// startedWaiting lets through a Job pod that the scheduler has just found
+// no place for.
+var startedWaiting = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		pod, ok := e.ObjectNew.(*corev1.Pod)
+		old, okOld := e.ObjectOld.(*corev1.Pod)
+		return ok && okOld && queuedReason([]*corev1.Pod{pod}) != queuedReason([]*corev1.Pod{old}) && queuedReason([]*corev1.Pod{pod}) != ""
+	},
+}
+
+// jobPodExperiment is the experiment of a training or evaluation pod, by
+// the labels its Job's template gave it.
+func jobPodExperiment(_ context.Context, obj client.Object) []reconcile.Request {
+	l := obj.GetLabels()
+	if l["batch.kubernetes.io/job-name"] == "" || l[LabelExperiment] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: l[LabelExperiment]}}}
+}
+
 func childDone(obj client.Object) bool {
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -352,6 +384,9 @@ func (r *AutoResearchReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.AutoResearch{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.Pod{}, builder.WithPredicates(childFinished)).
 		Owns(&batchv1.Job{}, builder.WithPredicates(childFinished)).
+		// A Job's pod is the Job's, not the experiment's: it is watched only
+		// to say why it waits.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobPodExperiment), builder.WithPredicates(startedWaiting)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
 		Named("autoresearch").
 		Complete(r)

@@ -16,6 +16,7 @@ const (
 	reasonStepStarted   = "StepStarted"
 	reasonStepRetried   = "StepRetried"
 	reasonChildConflict = "ChildConflict"
+	reasonQueued        = "Queued"
 )
 
 // Event actions: what the operator did, as events.k8s.io/v1 records it.
@@ -26,6 +27,7 @@ const (
 	actionCreate  = "Create"
 	actionAdvance = "Advance"
 	actionWarn    = "Warn"
+	actionWait    = "Wait"
 )
 
 // announce tells the human on the loop what changed, once the new status is

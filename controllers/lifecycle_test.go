@@ -260,3 +260,50 @@ func TestSpecNoSchemaRefusesFailsBeforeAnythingRuns(t *testing.T) {
 		t.Error("an invalid experiment got a workspace claim")
 	}
 }
+
+func TestWaitingForAGPUIsNeverATimeout(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, "q", func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
+	finishPod(t, ns, "q-r1-researcher", 0, "")
+	finishPod(t, ns, "q-r1-compliance", 0, result(t, steps.ComplianceResult{Strategy: "s", Candidate: "c1"}))
+
+	// The pod waits for a GPU for three time limits, then the Job's
+	// deadline ends it: its command never ran.
+	job := waitJob(t, ns, "q-r1-train")
+	pod := runJobPod(t, job, "")
+	pod.Status.Phase = corev1.PodPending
+	pod.Status.Conditions = []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+	}}
+	if err := k8s.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if !hasEvent(t, ns, "q", reasonQueued, "Insufficient nvidia.com/gpu") {
+		t.Error("no Queued event saying why the pod waits")
+	}
+	completeJob(t, job, false, batchv1.JobReasonDeadlineExceeded)
+	if !hasEvent(t, ns, "q", reasonStepRetried, "never a verdict") {
+		t.Error("no StepRetried event for the Job its deadline ended while it waited")
+	}
+	eventually(t, "a new training Job", func() (bool, error) {
+		again := &batchv1.Job{}
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(job), again)
+		return err == nil && again.UID != job.UID, client.IgnoreNotFound(err)
+	})
+	if h := getExperiment(t, ns, "q").Status.History; len(h) > 1 {
+		t.Fatalf("waiting was judged: %+v", h[len(h)-1])
+	}
+
+	// The new Job gets its GPU and trains past its time: that is a timeout.
+	again := waitJob(t, ns, "q-r1-train")
+	terminate(t, runJobPod(t, again, "-2"), 143, result(t, steps.TrainResult{ProcessResult: steps.ProcessResult{ExitCode: 143, TimedOut: true, DurationMS: 70000}}))
+	completeJob(t, again, false, "")
+	ar := waitStatus(t, ns, "q", "round 1's verdict", func(s v1alpha1.AutoResearchStatus) bool {
+		return s.CurrentRound != nil && s.CurrentRound.Step == v1alpha1.StepGit
+	})
+	if v := ar.Status.CurrentRound.Candidates[0].Verdict; v != v1alpha1.VerdictTrainTimeout {
+		t.Errorf("round 1 after a real timeout: %s, want train_timeout", v)
+	}
+}

@@ -41,6 +41,13 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 	}
 	name := childName(ar, a)
 	if a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval {
+		limit := spec.Fixed.TimeLimit.Duration
+		if a.Type == round.ActionRunEval {
+			limit = spec.EvalTimeout()
+		}
+		if f := stoppedBeforeItsTime(w.jobs[name], w.jobPods[name], limit); f != nil {
+			return tick, f
+		}
 		return observeGPUStep(a, w.jobs[name], w.jobPods[name]), nil
 	}
 	pod := w.pods[name]
@@ -77,6 +84,52 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 		return tick, nil
 	}
 	return obs, nil
+}
+
+// stoppedBeforeItsTime is a training or evaluation Job that its deadline
+// ended before its command had run for limit: the deadline counts from the
+// Job's start, and waiting for a GPU, for admission or for an image is not
+// the candidate's doing, so the Job is made anew rather than judged.
+func stoppedBeforeItsTime(job *batchv1.Job, pods []*corev1.Pod, limit time.Duration) *stepFailure {
+	if job == nil {
+		return nil
+	}
+	failed := jobCondition(job, batchv1.JobFailed)
+	if failed == nil || failed.Reason != batchv1.JobReasonDeadlineExceeded {
+		return nil
+	}
+	var ran time.Duration
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			switch st := cs.State; {
+			case st.Terminated != nil && !st.Terminated.StartedAt.IsZero():
+				ran = max(ran, st.Terminated.FinishedAt.Sub(st.Terminated.StartedAt.Time))
+			case st.Running != nil:
+				ran = max(ran, failed.LastTransitionTime.Sub(st.Running.StartedAt.Time))
+			}
+		}
+	}
+	if ran >= limit {
+		return nil
+	}
+	return &stepFailure{job.Name, fmt.Sprintf("%s reached its deadline after its command ran %s of its %s; it waited for a GPU, admission or its image, which is never a verdict",
+		job.Name, ran.Round(time.Second), limit)}
+}
+
+// queuedReason says why a training or evaluation pod waits to start, ""
+// when none does.
+func queuedReason(pods []*corev1.Pod) string {
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodPending {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				return fmt.Sprintf("%s waits to be scheduled: %s", p.Name, cmp.Or(c.Message, c.Reason))
+			}
+		}
+	}
+	return ""
 }
 
 // observeGPUStep reads a finished training or evaluation Job.
