@@ -307,3 +307,65 @@ func TestWaitingForAGPUIsNeverATimeout(t *testing.T) {
 		t.Errorf("round 1 after a real timeout: %s, want train_timeout", v)
 	}
 }
+
+func TestADeletedPodIsRetriedNotJudged(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, "d", func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
+
+	// Someone deletes the running Researcher pod: the kubelet stops it with
+	// SIGTERM (exit 143) while the pod is being deleted.
+	pod := waitPod(t, ns, "d-r1-researcher")
+	uid := pod.UID
+	pod.Finalizers = append(pod.Finalizers, "example.com/hold")
+	if err := k8s.Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	terminate(t, waitPod(t, ns, "d-r1-researcher"), 143, "")
+	if !hasEvent(t, ns, "d", reasonStepRetried, "never a verdict") {
+		t.Error("no StepRetried event for the deleted pod")
+	}
+	held := waitPod(t, ns, "d-r1-researcher")
+	held.Finalizers = nil
+	if err := k8s.Update(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a new Researcher pod", func() (bool, error) {
+		again := &corev1.Pod{}
+		err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "d-r1-researcher"}, again)
+		return err == nil && again.UID != uid, client.IgnoreNotFound(err)
+	})
+	ar := getExperiment(t, ns, "d")
+	if c := ar.Status.CurrentRound; c == nil || c.Step != v1alpha1.StepResearcher || c.Candidates[0].Verdict != "" {
+		t.Errorf("after the deletion: %+v, want round 1's Researcher again, without a verdict", c)
+	}
+
+	// The same for the training Job's pod.
+	finishPod(t, ns, "d-r1-researcher", 0, "")
+	finishPod(t, ns, "d-r1-compliance", 0, result(t, steps.ComplianceResult{Strategy: "s", Candidate: "c1"}))
+	job := waitJob(t, ns, "d-r1-train")
+	trainPod := runJobPod(t, job, "")
+	trainPod.Finalizers = []string{"example.com/hold"}
+	if err := k8s.Update(context.Background(), trainPod); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(context.Background(), trainPod); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(trainPod), trainPod); err != nil {
+		t.Fatal(err)
+	}
+	terminate(t, trainPod, 143, "")
+	completeJob(t, job, false, "")
+	eventually(t, "a new training Job", func() (bool, error) {
+		again := &batchv1.Job{}
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(job), again)
+		return err == nil && again.UID != job.UID, client.IgnoreNotFound(err)
+	})
+	if v := getExperiment(t, ns, "d").Status.CurrentRound.Candidates[0].Verdict; v != "" {
+		t.Errorf("the deleted training pod was judged %s", v)
+	}
+}

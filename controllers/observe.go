@@ -48,11 +48,17 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 		if f := stoppedBeforeItsTime(w.jobs[name], w.jobPods[name], limit); f != nil {
 			return tick, f
 		}
+		if f := lostItsPod(w.jobs[name], w.jobPods[name]); f != nil {
+			return tick, f
+		}
 		return observeGPUStep(a, w.jobs[name], w.jobPods[name]), nil
 	}
 	pod := w.pods[name]
 	if !podFinished(pod) {
 		return tick, nil
+	}
+	if pod.Status.Phase == corev1.PodFailed && (pod.DeletionTimestamp != nil || podCondition(pod, corev1.DisruptionTarget)) {
+		return tick, &stepFailure{name, "the pod was deleted or disrupted before it finished, which is the cluster's doing, never a verdict"}
 	}
 	obs := round.Observation{Round: a.Round, Candidate: a.Candidate}
 	switch a.Type {
@@ -114,6 +120,20 @@ func stoppedBeforeItsTime(job *batchv1.Job, pods []*corev1.Pod, limit time.Durat
 	}
 	return &stepFailure{job.Name, fmt.Sprintf("%s reached its deadline after its command ran %s of its %s; it waited for a GPU, admission or its image, which is never a verdict",
 		job.Name, ran.Round(time.Second), limit)}
+}
+
+// lostItsPod is a failed training or evaluation Job whose pod was deleted
+// or disrupted, or is gone: nothing says the candidate failed.
+func lostItsPod(job *batchv1.Job, pods []*corev1.Pod) *stepFailure {
+	if job == nil || jobCondition(job, batchv1.JobFailed) == nil {
+		return nil
+	}
+	for _, p := range pods {
+		if !podFinished(p) || (p.DeletionTimestamp == nil && !podCondition(p, corev1.DisruptionTarget)) {
+			return nil
+		}
+	}
+	return &stepFailure{job.Name, job.Name + " failed after its pod was deleted or disrupted, which is the cluster's doing, never a verdict"}
 }
 
 // queuedReason says why a training or evaluation pod waits to start, ""
@@ -232,6 +252,15 @@ func exitOf(pod *corev1.Pod, term *corev1.ContainerStateTerminated) round.Proces
 		exit.Duration = time.Since(pod.Status.StartTime.Time)
 	}
 	return exit
+}
+
+func podCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 func podFinished(pod *corev1.Pod) bool {
