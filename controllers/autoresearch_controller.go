@@ -254,6 +254,11 @@ func (r *AutoResearchReconciler) ensure(ctx context.Context, ar *v1alpha1.AutoRe
 	case err == nil:
 		logf.FromContext(ctx).V(1).Info("Created child", "kind", fmt.Sprintf("%T", obj), "child", klog.KObj(obj))
 		return nil
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		// A quota, an admission policy or a webhook refused it: retrying
+		// cannot help until someone changes something, so say what.
+		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonCreateRefused, actionCreate, "creating %s: %v", obj.GetName(), err)
+		return err
 	case !apierrors.IsAlreadyExists(err):
 		return err
 	}

@@ -17,6 +17,7 @@ const (
 	reasonStepRetried   = "StepRetried"
 	reasonChildConflict = "ChildConflict"
 	reasonQueued        = "Queued"
+	reasonCreateRefused = "CreateRefused"
 )
 
 // Event actions: what the operator did, as events.k8s.io/v1 records it.

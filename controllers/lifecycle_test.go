@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -367,5 +368,54 @@ func TestADeletedPodIsRetriedNotJudged(t *testing.T) {
 	})
 	if v := getExperiment(t, ns, "d").Status.CurrentRound.Candidates[0].Verdict; v != "" {
 		t.Errorf("the deleted training pod was judged %s", v)
+	}
+}
+
+func TestARefusedChildIsAnnounced(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	// An admission policy refuses every pod of the namespace, as a quota or
+	// a webhook might.
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-pods-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "no pods in this namespace"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-pods-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
+			}},
+		},
+	}
+	for _, obj := range []client.Object{policy, binding} {
+		if err := k8s.Create(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
+	}
+	eventually(t, "the policy to be in force", func() (bool, error) {
+		probe := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+		}
+		err := k8s.Create(context.Background(), probe, client.DryRunAll)
+		return err != nil, nil
+	})
+	if err := k8s.Create(context.Background(), builder.MakeAutoResearch(experiment, ns).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if !hasEvent(t, ns, experiment, reasonCreateRefused, "no pods in this namespace") {
+		t.Errorf("no CreateRefused event; events: %v", eventReasons(t, ns))
 	}
 }
