@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+	"os"
 	"sync"
 	"syscall"
 )
@@ -47,9 +49,30 @@ func (c containment) namespaced() bool {
 var chosen = sync.OnceValue(chooseContainment)
 
 // Containment says how this process contains the steps it runs, e.g.
-// "pid+mount namespaces", "subreaper" or "process group". It is chosen once,
-// the first time it is needed, as the best this machine allows.
-func Containment() string { return chosen().String() }
+// "pid+mount namespaces, read-only mounts", "subreaper" or "process group".
+// It is chosen once, the first time it is needed, as the best this machine
+// allows.
+func Containment() string {
+	if ReadOnlyMounts() {
+		return chosen().String() + ", read-only mounts"
+	}
+	return chosen().String()
+}
+
+// ReadOnlyMounts reports whether the steps this process runs get the
+// read-only mounts that Process.Mounts asks for. They need the namespaces,
+// and util-linux's mount, findmnt and setpriv or unshare.
+func ReadOnlyMounts() bool { return chosen().mounts() }
+
+// MountsWarning is what a person should know when the steps run without
+// read-only mounts, or "" when they have them.
+func MountsWarning() string {
+	if ReadOnlyMounts() {
+		return ""
+	}
+	return "steps run without read-only mounts: while it runs, a step can write whatever this user can, the repository's git directory and the supervisor's state included; " +
+		"what it changes of git and of the ledger is undone and fails the round"
+}
 
 // ContainmentWarning is what a person should know about the containment
 // of steps here, or "" when every process of a step dies with it.
@@ -67,12 +90,67 @@ func ContainmentWarning() string {
 const nsInit = `/bin/sh -c "$1"
 exit $?`
 
-// argv is the command line that runs command under c.
-func (c containment) argv(command string) []string {
-	if c.namespaced() {
+// nsMountInit is nsInit for a step with mounts: its arguments after the
+// command are pairs of ro or rw and a path, applied in order. Each path is
+// bound onto itself and remounted read-only or read-write, keeping the
+// flags it had (nosuid, nodev, …: a user namespace may not drop them). A
+// mount that fails fails the step before its command runs. The command then
+// runs without the power to undo them (dropMountPower fills in how).
+const nsMountInit = `cmd=$1
+shift
+while [ $# -gt 1 ]; do
+	mount --bind -- "$2" "$2" &&
+		opts=$(findmnt -n -o VFS-OPTIONS --mountpoint "$2" | tail -n 1) &&
+		mount -o "remount,bind,$1${opts#r[ow]}" -- "$2" "$2" || {
+		echo "autoresearch: cannot mount $2 $1 for the step" >&2
+		exit 125
+	}
+	shift 2
+done
+%s /bin/sh -c "$cmd"
+exit $?`
+
+// Mount is a path of a step's mount namespace bound onto itself read-only,
+// or read-write again inside an enclosing read-only one.
+type Mount struct {
+	Path     string
+	ReadOnly bool
+}
+
+// argv is the command line that runs command under c, with mounts when
+// there are any (only namespaced containments have them).
+func (c containment) argv(command string, mounts []Mount) []string {
+	if !c.namespaced() {
+		return []string{"/bin/sh", "-c", command}
+	}
+	if len(mounts) == 0 {
 		return []string{"/bin/sh", "-c", nsInit, "autoresearch-step", command}
 	}
-	return []string{"/bin/sh", "-c", command}
+	argv := []string{"/bin/sh", "-c", fmt.Sprintf(nsMountInit, c.dropMountPower()), "autoresearch-step", command}
+	for _, m := range mounts {
+		mode := "rw"
+		if m.ReadOnly {
+			mode = "ro"
+		}
+		argv = append(argv, mode, m.Path)
+	}
+	return argv
+}
+
+// dropMountPower is the command that runs a step's command, in its
+// namespaces, so that it cannot undo the mounts. As root, without
+// CAP_SYS_ADMIN, it can neither mount nor enter another mount namespace,
+// and without CAP_SYS_PTRACE it cannot reach the runner's file system
+// through /proc/<pid>/root. In a user namespace, where the init is the
+// namespace's root, the command runs as the runner's user in a user
+// namespace of its own, with no capabilities over the mounts. A new user
+// and mount namespace that the command makes gets the mounts locked: it can
+// neither unmount them nor make them writable.
+func (c containment) dropMountPower() string {
+	if c == containUserNamespaces {
+		return fmt.Sprintf("unshare --user --map-user=%d --map-group=%d --", os.Getuid(), os.Getgid())
+	}
+	return "setpriv --bounding-set -sys_admin,-sys_ptrace --"
 }
 
 // leaders are the first processes of the steps running now: children of
@@ -86,9 +164,22 @@ var leaders = struct {
 
 // attr is the SysProcAttr of a step under c: a session of its own (which
 // is also its process group), so that no process of the step can join the
-// runner's session or group.
-func (c containment) attr() *syscall.SysProcAttr {
+// runner's session or group. mounted says the step's init makes mounts.
+func (c containment) attr(mounted bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setsid: true}
-	c.addNamespaces(a)
+	c.addNamespaces(a, mounted)
 	return a
+}
+
+// mountProbes say, each once, whether read-only mounts work under a
+// namespaced containment.
+var mountProbes = map[containment]func() bool{
+	containNamespaces:     sync.OnceValue(func() bool { return probeMounts(containNamespaces) }),
+	containUserNamespaces: sync.OnceValue(func() bool { return probeMounts(containUserNamespaces) }),
+}
+
+// mounts reports whether steps under c get their mounts.
+func (c containment) mounts() bool {
+	probe := mountProbes[c]
+	return probe != nil && probe()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +24,7 @@ func chooseContainment() containment {
 			continue
 		}
 		probe := exec.Command("/bin/sh", "-c", ":")
-		probe.SysProcAttr = c.attr()
+		probe.SysProcAttr = c.attr(false)
 		if probe.Run() == nil {
 			return c
 		}
@@ -34,20 +35,54 @@ func chooseContainment() containment {
 	return containProcessGroup
 }
 
-func (c containment) addNamespaces(a *syscall.SysProcAttr) {
+func (c containment) addNamespaces(a *syscall.SysProcAttr, mounted bool) {
 	switch c {
 	case containNamespaces:
 		a.Cloneflags = syscall.CLONE_NEWPID
 	case containUserNamespaces:
 		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		// An init that mounts is the namespace's root; it runs the command
+		// as the runner's user again (dropMountPower).
+		uid, gid := os.Getuid(), os.Getgid()
+		if mounted {
+			uid, gid = 0, 0
+		}
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: os.Getgid(), Size: 1}}
 	default:
 		return
 	}
 	// Go makes the new mount namespace private before the exec: nothing a
 	// step mounts reaches the runner or the steps after it.
 	a.Unshareflags = syscall.CLONE_NEWNS
+}
+
+// probeMounts tries the mounts of a step under c on a directory of its own:
+// one read-only, one read-write inside it, and that the command can write
+// only the second.
+func probeMounts(c containment) bool {
+	dir, err := os.MkdirTemp("", "autoresearch-mounts-")
+	if err != nil {
+		return false
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return false
+	}
+	rw := filepath.Join(dir, "rw")
+	if err := os.Mkdir(rw, 0o755); err != nil {
+		return false
+	}
+	argv := c.argv(`true >"$PROBE/ro" 2>/dev/null; true >"$PROBE/rw/rw"`, []Mount{{Path: dir, ReadOnly: true}, {Path: rw}})
+	probe := exec.Command(argv[0], argv[1:]...)
+	probe.Env = append(os.Environ(), "PROBE="+dir)
+	probe.SysProcAttr = c.attr(true)
+	if probe.Run() != nil {
+		return false
+	}
+	_, errRO := os.Stat(filepath.Join(dir, "ro"))
+	_, errRW := os.Stat(filepath.Join(rw, "rw"))
+	return errors.Is(errRO, os.ErrNotExist) && errRW == nil
 }
 
 // prepare readies the runner for a step under c.

@@ -7,7 +7,9 @@ import "syscall"
 // Without Linux's namespaces and subreaper, a step is its process group.
 func chooseContainment() containment { return containProcessGroup }
 
-func (c containment) addNamespaces(*syscall.SysProcAttr) {}
+func (c containment) addNamespaces(*syscall.SysProcAttr, bool) {}
+
+func probeMounts(containment) bool { return false }
 
 func (c containment) prepare() error { return nil }
 

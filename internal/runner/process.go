@@ -31,6 +31,10 @@ type Process struct {
 	LogPath string
 	// Live, when set, also receives the output as it comes.
 	Live io.Writer
+	// Mounts are made, in order, in the step's mount namespace before its
+	// command starts, where ReadOnlyMounts says so; elsewhere they are
+	// skipped. The paths must exist. Nothing of them reaches the runner.
+	Mounts []Mount
 
 	// containment overrides the one chosen for this machine, in tests.
 	containment containment
@@ -69,6 +73,10 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	if err := c.prepare(); err != nil {
 		return round.ProcessExit{}, "", err
 	}
+	mounts, err := p.mounts(c)
+	if err != nil {
+		return round.ProcessExit{}, "", err
+	}
 	if err := os.MkdirAll(filepath.Dir(p.LogPath), 0o755); err != nil {
 		return round.ProcessExit{}, "", err
 	}
@@ -91,13 +99,13 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 		return round.ProcessExit{}, "", err
 	}
 	defer pr.Close()
-	argv := c.argv(p.Command)
+	argv := c.argv(p.Command, mounts)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
 	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout = pw
 	cmd.Stderr = pw
-	cmd.SysProcAttr = c.attr()
+	cmd.SysProcAttr = c.attr(len(mounts) > 0)
 
 	start := time.Now()
 	leaders.Lock()
@@ -171,6 +179,26 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 		return exit, captured, err
 	}
 	return exit, captured, logFile.Close()
+}
+
+// mounts are the mounts the step gets under c, their paths resolved as the
+// kernel lists mount points.
+func (p Process) mounts(c containment) ([]Mount, error) {
+	if len(p.Mounts) == 0 || !c.mounts() {
+		return nil, nil
+	}
+	mounts := make([]Mount, len(p.Mounts))
+	for i, m := range p.Mounts {
+		path, err := filepath.EvalSymlinks(m.Path)
+		if err == nil {
+			path, err = filepath.Abs(path)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("a mount of the step: %w", err)
+		}
+		mounts[i] = Mount{Path: path, ReadOnly: m.ReadOnly}
+	}
+	return mounts, nil
 }
 
 // stopGroup sends SIGTERM to the process group and SIGKILL after grace.

@@ -22,7 +22,7 @@ func containments(t *testing.T) []containment {
 			continue
 		}
 		probe := exec.Command("/bin/sh", "-c", ":")
-		probe.SysProcAttr = c.attr()
+		probe.SysProcAttr = c.attr(false)
 		if probe.Run() == nil {
 			modes = append(modes, c)
 		}

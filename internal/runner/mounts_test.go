@@ -1,0 +1,174 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mountContainments are the containments this machine runs with mounts.
+func mountContainments(t *testing.T) []containment {
+	t.Helper()
+	var modes []containment
+	for _, c := range containments(t) {
+		if c.mounts() {
+			modes = append(modes, c)
+		} else if c.namespaced() {
+			t.Logf("no read-only mounts under %s here", c)
+		}
+	}
+	if len(modes) == 0 {
+		t.Skip("no containment of this machine makes read-only mounts")
+	}
+	return modes
+}
+
+// mountTree is a read-only directory with a file, and a directory inside it
+// that is writable again.
+type mountTree struct{ ro, file, rw string }
+
+func newMountTree(t *testing.T) mountTree {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mountTree{ro: filepath.Join(dir, "ro"), file: filepath.Join(dir, "ro", "file"), rw: filepath.Join(dir, "ro", "rw")}
+	if err := os.MkdirAll(m.rw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(m.file, []byte("before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (m mountTree) run(t *testing.T, c containment, command string) string {
+	t.Helper()
+	p := Process{
+		Command: command, Dir: m.rw, Timeout: 20 * time.Second, KillGrace: time.Second,
+		LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
+		Mounts: []Mount{{Path: m.ro, ReadOnly: true}, {Path: m.rw}},
+	}
+	exit, output, err := p.RunOutput(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exit.ExitCode == 125 {
+		t.Fatalf("the mounts failed: %s", output)
+	}
+	return output
+}
+
+func TestMountsAreReadOnlyButTheWritableOnes(t *testing.T) {
+	for _, c := range mountContainments(t) {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			m := newMountTree(t)
+			output := m.run(t, c, `echo step > "`+m.file+`"; echo new > "`+m.ro+`/new"; echo step > "`+m.rw+`/file" && echo wrote rw; id -u`)
+			if data, _ := os.ReadFile(m.file); string(data) != "before\n" {
+				t.Errorf("the step wrote %q into a read-only mount", data)
+			}
+			if _, err := os.Stat(filepath.Join(m.ro, "new")); err == nil {
+				t.Error("the step made a file in a read-only mount")
+			}
+			if data, _ := os.ReadFile(filepath.Join(m.rw, "file")); string(data) != "step\n" || !strings.Contains(output, "wrote rw") {
+				t.Errorf("the step could not write the writable mount: %q, output %q", data, output)
+			}
+			// The step runs as the runner's user.
+			if !strings.Contains(output, "\n"+strconv.Itoa(os.Getuid())+"\n") {
+				t.Errorf("output %q, want the step to run as uid %d", output, os.Getuid())
+			}
+			// Nothing of the mounts reached the runner.
+			if err := os.WriteFile(m.file, []byte("after\n"), 0o644); err != nil {
+				t.Errorf("after the step the runner cannot write the path: %v", err)
+			}
+			if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(mi), m.ro) {
+				t.Errorf("the runner sees the step's mount of %s", m.ro)
+			}
+		})
+	}
+}
+
+// mountEscapes are ways a step tries to undo its read-only mount of $RO
+// before it writes $RO/file; $SELF is the runner's pid, whose root is the
+// runner's mount namespace.
+var mountEscapes = map[string]string{
+	"umount":                     `umount "$RO"`,
+	"umount lazy":                `umount -l "$RO"`,
+	"remount rw":                 `mount -o remount,rw "$RO"`,
+	"remount bind rw":            `mount -o remount,bind,rw "$RO" "$RO"`,
+	"user namespace umount":      `unshare -Urm sh -c 'umount "$RO"; echo escaped > "$RO/file"'`,
+	"user namespace umount lazy": `unshare -Urm sh -c 'umount -l "$RO"; echo escaped > "$RO/file"'`,
+	"user namespace remount rw":  `unshare -Urm sh -c 'mount -o remount,bind,rw "$RO" "$RO"; echo escaped > "$RO/file"'`,
+	// A bind of a parent without its submounts would show the directory
+	// under the read-only mount.
+	"user namespace bind parent": `unshare -Urm sh -c 'd=$(mktemp -d); mount --bind "$(dirname "$RO")" "$d" && echo escaped > "$d/ro/file"'`,
+	"runner's root":              `echo escaped > "/proc/$SELF/root$RO/file"`,
+	"runner's mount namespace":   `nsenter -t "$SELF" -m sh -c 'echo escaped > "$RO/file"'`,
+}
+
+func TestAStepCannotUndoItsMounts(t *testing.T) {
+	for _, c := range mountContainments(t) {
+		for name, escape := range mountEscapes {
+			t.Run(c.String()+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				m := newMountTree(t)
+				output := m.run(t, c, "export RO='"+m.ro+"' SELF="+strconv.Itoa(os.Getpid())+"\n"+escape+"\necho escaped > \"$RO/file\"\n:")
+				if data, _ := os.ReadFile(m.file); string(data) != "before\n" {
+					t.Errorf("the step wrote %q through its read-only mount; output:\n%s", data, output)
+				}
+			})
+		}
+	}
+}
+
+func TestAMountThatFailsFailsTheStep(t *testing.T) {
+	for _, c := range mountContainments(t) {
+		t.Run(c.String(), func(t *testing.T) {
+			m := newMountTree(t)
+			marker := filepath.Join(m.rw, "ran")
+			p := Process{
+				Command: "touch " + marker, Dir: m.rw, Timeout: 10 * time.Second, KillGrace: time.Second,
+				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
+				// A path that is gone when the step starts.
+				Mounts: []Mount{{Path: m.ro, ReadOnly: true}, {Path: filepath.Join(m.ro, "gone")}},
+			}
+			if _, _, err := p.RunOutput(context.Background()); err == nil {
+				t.Error("a step whose mount path does not exist started")
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the command ran without its mounts")
+			}
+		})
+	}
+}
+
+func TestAStepWithMountsIsContainedAsWithout(t *testing.T) {
+	for _, c := range mountContainments(t) {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			m := newMountTree(t)
+			file := filepath.Join(m.rw, "written")
+			m.run(t, c, "export FILE="+file+"; "+leftovers["setsid double fork"]+"\nsleep 0.3")
+			p := Process{
+				Command: `trap 'echo terminated; exit 3' TERM; sleep 30 & wait`, Dir: m.rw,
+				Timeout: 300 * time.Millisecond, KillGrace: 5 * time.Second,
+				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
+				Mounts: []Mount{{Path: m.ro, ReadOnly: true}, {Path: m.rw}},
+			}
+			exit, output, err := p.RunOutput(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !exit.TimedOut || exit.ExitCode != 3 || !strings.Contains(output, "terminated") {
+				t.Errorf("exit %+v, output %q: want the command's own SIGTERM handler to end it", exit, output)
+			}
+			neverWritten(t, file, 3*time.Second)
+		})
+	}
+}
