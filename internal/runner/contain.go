@@ -94,8 +94,10 @@ exit $?`
 // command are pairs of ro or rw and a path, applied in order. Each path is
 // bound onto itself and remounted read-only or read-write, keeping the
 // flags it had (nosuid, nodev, …: a user namespace may not drop them). A
-// mount that fails fails the step before its command runs. The command then
-// runs without the power to undo them (dropMountPower fills in how).
+// mount that fails fails the step before its command runs. The init enters
+// its directory again, by path: the one it started in is under the mounts,
+// and a relative path from it would go around them. The command then runs
+// without the power to undo them (dropMountPower fills in how).
 const nsMountInit = `cmd=$1
 shift
 while [ $# -gt 1 ]; do
@@ -107,6 +109,7 @@ while [ $# -gt 1 ]; do
 	}
 	shift 2
 done
+here=$(pwd -P) && cd -- "$here" || exit 125
 %s /bin/sh -c "$cmd"
 exit $?`
 

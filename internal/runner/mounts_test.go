@@ -27,9 +27,9 @@ func mountContainments(t *testing.T) []containment {
 	return modes
 }
 
-// mountTree is a read-only directory with a file, and a directory inside it
-// that is writable again.
-type mountTree struct{ ro, file, rw string }
+// mountTree is a read-only directory with a file, a directory inside it
+// that is writable again, and one inside that which is read-only again.
+type mountTree struct{ ro, file, rw, sub string }
 
 func newMountTree(t *testing.T) mountTree {
 	t.Helper()
@@ -38,11 +38,14 @@ func newMountTree(t *testing.T) mountTree {
 		t.Fatal(err)
 	}
 	m := mountTree{ro: filepath.Join(dir, "ro"), file: filepath.Join(dir, "ro", "file"), rw: filepath.Join(dir, "ro", "rw")}
-	if err := os.MkdirAll(m.rw, 0o755); err != nil {
+	m.sub = filepath.Join(m.rw, "sub")
+	if err := os.MkdirAll(m.sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(m.file, []byte("before\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{m.file, filepath.Join(m.sub, "file")} {
+		if err := os.WriteFile(f, []byte("before\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return m
 }
@@ -52,7 +55,7 @@ func (m mountTree) run(t *testing.T, c containment, command string) string {
 	p := Process{
 		Command: command, Dir: m.rw, Timeout: 20 * time.Second, KillGrace: time.Second,
 		LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
-		Mounts: []Mount{{Path: m.ro, ReadOnly: true}, {Path: m.rw}},
+		Mounts: []Mount{{Path: m.ro, ReadOnly: true}, {Path: m.rw}, {Path: m.sub, ReadOnly: true}},
 	}
 	exit, output, err := p.RunOutput(context.Background())
 	if err != nil {
@@ -69,9 +72,13 @@ func TestMountsAreReadOnlyButTheWritableOnes(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			m := newMountTree(t)
-			output := m.run(t, c, `echo step > "`+m.file+`"; echo new > "`+m.ro+`/new"; echo step > "`+m.rw+`/file" && echo wrote rw; id -u`)
-			if data, _ := os.ReadFile(m.file); string(data) != "before\n" {
-				t.Errorf("the step wrote %q into a read-only mount", data)
+			// The step starts in the writable directory: a relative path
+			// from there reaches the read-only one inside it.
+			output := m.run(t, c, `echo step > "`+m.file+`"; echo new > "`+m.ro+`/new"; echo step > sub/file; echo step > "`+m.rw+`/file" && echo wrote rw; id -u`)
+			for _, f := range []string{m.file, filepath.Join(m.sub, "file")} {
+				if data, _ := os.ReadFile(f); string(data) != "before\n" {
+					t.Errorf("the step wrote %q into the read-only %s", data, f)
+				}
 			}
 			if _, err := os.Stat(filepath.Join(m.ro, "new")); err == nil {
 				t.Error("the step made a file in a read-only mount")
