@@ -112,6 +112,9 @@ func (l *Local) run(ctx context.Context) error {
 	if w := ContainmentWarning(); w != "" {
 		l.out.warn(w)
 	}
+	if w := MountsWarning(); w != "" {
+		l.out.warn(w)
+	}
 	for {
 		stopping := l.stopRequested()
 		out, err := l.next(obs, stopping)
@@ -430,6 +433,10 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	}
 	resultPath := filepath.Join(dir, resultFile)
 	_ = os.Remove(resultPath)
+	mounts, err := l.researcherMounts(ctx, a.Round)
+	if err != nil {
+		return nil, err
+	}
 	exit, err := Process{
 		Command: l.spec.Researcher.Command,
 		Dir:     l.ws.Dir,
@@ -444,6 +451,7 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 		KillGrace: l.opts.KillGrace,
 		LogPath:   filepath.Join(dir, "researcher.log"),
 		Live:      l.live(),
+		Mounts:    mounts,
 	}.Run(ctx)
 	if err != nil {
 		return nil, err
@@ -493,7 +501,12 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 	if a.Sample > 0 {
 		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("train-%d.log", a.Sample))
 	}
-	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain), "", nil)
+	run := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain)
+	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := l.stepMounts(ctx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +517,7 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 	}
 	exit, output, err := Process{
 		Command: l.spec.Train.Command, Dir: dir, Env: append(env, envVars(l.spec.Train.Env)...),
-		Timeout: limit + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(),
+		Timeout: limit + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(), Mounts: mounts,
 	}.RunOutput(ctx)
 	if err != nil {
 		return nil, err
@@ -529,7 +542,8 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 		return obs, nil
 	}
 	trained := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain)
-	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunEval),
+	run := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunEval)
+	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run,
 		filepath.Join(trained, filepath.FromSlash(l.ws.Subdir)), v1alpha1.Strings(l.spec.Train.Outputs))
 	if err != nil {
 		return nil, err
@@ -546,9 +560,13 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	if a.Sample > 0 {
 		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("eval-%d.log", a.Sample))
 	}
+	mounts, err := l.stepMounts(ctx, run)
+	if err != nil {
+		return nil, err
+	}
 	exit, output, err := Process{
 		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(l.baseEnv(a.Round), l.toolEnv...), envVars(l.spec.Train.Env)...),
-		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(),
+		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(), Mounts: mounts,
 	}.RunOutput(ctx)
 	if err != nil {
 		return nil, err

@@ -476,3 +476,71 @@ func raise(t *testing.T, repo, old, new string) {
 		t.Fatal(err)
 	}
 }
+
+func TestStepsCannotWriteWhatIsNotTheirs(t *testing.T) {
+	if !ReadOnlyMounts() {
+		t.Skip("steps get no read-only mounts here: " + MountsWarning())
+	}
+	// The Researcher and training try to write everything that is not
+	// theirs, and what is.
+	plan := `rounds:
+  - strategy: "write everywhere"
+    edits:
+      - {file: train.sh, old: "SCORE=10", new: "SCORE=20\nexport MARK=train\n. ./writes.sh"}
+    write:
+      - file: writes.sh
+        content: |
+          gd=$(git rev-parse --path-format=absolute --git-common-dir)
+          state=$(git rev-parse --show-toplevel)/.autoresearch
+          echo "$MARK" > "$gd/forged-by-$MARK"
+          echo "$MARK" > "$(dirname "$gd")/forged-by-$MARK"
+          echo "$MARK" > "$state/forged-by-$MARK"
+          echo "$MARK" >> "$state/protocol.json"
+          echo "$MARK" > "$state/round-1/ledger-backup/forged-by-$MARK"
+          echo "$MARK" > "$(dirname "$state")/forged-by-$MARK"
+    run:
+      - "MARK=researcher . ./writes.sh"
+      - "echo ok > \"$AUTORESEARCH_LOG_DIR/written-by-researcher\""
+      - "go env -w GOFLAGS=-tags=researcher"
+`
+	files := toyFiles(plan, "")
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
+	// The evaluation prepares data in its checkout.
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], `command: "./eval.sh"`, `command: "echo prepared > prepared.txt && ./eval.sh"`, 1)
+	repo := newRepo(t, files)
+	x := load(t, repo)
+
+	st, out := run(t, x, Options{})
+	if got := st.VerdictCounts[v1alpha1.VerdictImproved]; got != 1 {
+		t.Errorf("verdicts %v, want the round improved\n%s", verdicts(ledger(t, x)), out)
+	}
+	state := x.StateDir()
+	if log := readFile(t, filepath.Join(state, "round-1", "train.log")); !strings.Contains(log, "Read-only file system") {
+		t.Errorf("training's writes did not fail as read-only:\n%s", log)
+	}
+	gitDir := filepath.Join(repo, ".git")
+	// The Researcher may write its worktree and the git directory, which
+	// the supervisor restores and judges.
+	for _, f := range []string{filepath.Join(x.Worktree, "forged-by-researcher"), filepath.Join(gitDir, "forged-by-researcher"),
+		filepath.Join(state, "round-1", "written-by-researcher")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("the Researcher could not write %s: %v", f, err)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(state, "researcher-go.env")); err != nil || !strings.Contains(string(data), "researcher") {
+		t.Errorf("the Researcher's go env -w wrote %q (%v)", data, err)
+	}
+	for _, f := range []string{
+		filepath.Join(repo, "forged-by-researcher"), filepath.Join(state, "forged-by-researcher"),
+		filepath.Join(state, "round-1", "ledger-backup", "forged-by-researcher"),
+		filepath.Join(repo, "forged-by-train"), filepath.Join(gitDir, "forged-by-train"), filepath.Join(x.Worktree, "forged-by-train"),
+		filepath.Join(state, "forged-by-train"), filepath.Join(state, "round-1", "ledger-backup", "forged-by-train"),
+	} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("a step wrote %s", f)
+		}
+	}
+	if data := readFile(t, filepath.Join(state, "protocol.json")); strings.HasSuffix(data, "researcher\n") || strings.HasSuffix(data, "train\n") {
+		t.Errorf("a step wrote protocol.json: %q", data)
+	}
+}

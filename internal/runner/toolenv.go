@@ -18,8 +18,11 @@ import (
 // researcherToolEnv points the Researcher's go env -w at a file in the
 // supervisor's state directory instead of the user's.
 func researcherToolEnv(stateDir string) []string {
-	return []string{"GOENV=" + filepath.Join(stateDir, "researcher-go.env")}
+	return []string{"GOENV=" + researcherGoEnv(stateDir)}
 }
+
+// researcherGoEnv is the Researcher's Go environment file.
+func researcherGoEnv(stateDir string) string { return filepath.Join(stateDir, "researcher-go.env") }
 
 // measuredToolEnv is the tool environment of training and evaluation.
 func measuredToolEnv(ctx context.Context) []string {

@@ -298,6 +298,10 @@ func restoreGitState(ctx context.Context, ws *workspace.Workspace, dir string) (
 	return ws.RestoreGitState(ctx, saved)
 }
 
+// BackupDir is where the round's ledger backup is kept, with what else
+// FinishResearch restores from.
+func BackupDir(stateDir string, round int32) string { return backupDir(stateDir, round) }
+
 func backupDir(stateDir string, round int32) string {
 	return filepath.Join(stateDir, "round-"+strconv.Itoa(int(round)), "ledger-backup")
 }

@@ -1,0 +1,65 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+// researcherMounts keep the user's repository and the supervisor's state
+// directory read-only for the Researcher of round n. It writes its worktree
+// and the git directory; the round's directory, where it writes its result
+// file and transcripts, and its Go environment file. The ledger backup in
+// the round's directory is read-only again. What it changes of git is
+// restored and fails compliance (supervisor.FinishResearch).
+func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) {
+	common, err := l.gitCommonDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	goEnv := researcherGoEnv(l.ws.StateDir())
+	// A file is mounted only where it exists.
+	f, err := os.OpenFile(goEnv, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	return []Mount{
+		{Path: l.x.Repo, ReadOnly: true},
+		{Path: common},
+		{Path: l.ws.Root},
+		{Path: l.ws.StateDir(), ReadOnly: true},
+		{Path: l.roundDir(n)},
+		{Path: supervisor.BackupDir(l.ws.StateDir(), n), ReadOnly: true},
+		{Path: goEnv},
+	}, nil
+}
+
+// stepMounts keep everything of the experiment read-only for training and
+// evaluation — the user's repository, its git directory, the worktree with
+// the supervisor's state, the ledger and the logs — but run, the step's own
+// checkout.
+func (l *Local) stepMounts(ctx context.Context, run string) ([]Mount, error) {
+	common, err := l.gitCommonDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []Mount{
+		{Path: l.x.Repo, ReadOnly: true},
+		{Path: common, ReadOnly: true},
+		{Path: l.ws.Root, ReadOnly: true},
+		{Path: run},
+	}, nil
+}
+
+// gitCommonDir is the repository's git directory, which need not be in the
+// repository's working tree.
+func (l *Local) gitCommonDir(ctx context.Context) (string, error) {
+	out, err := workspace.Git(ctx, l.ws.Root, nil, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	return strings.TrimSpace(out), err
+}
