@@ -27,7 +27,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// verdicts says what each attack must end in.
+// verdicts says what each attack must end in, where the steps run without
+// read-only mounts; mountedVerdicts what an attack ends in otherwise where
+// they have them.
 var verdicts = map[string]v1alpha1.Verdict{
 	"alternates":            v1alpha1.VerdictComplianceFailed,
 	"append-eval-log":       v1alpha1.VerdictNotImproved,
@@ -68,6 +70,15 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"train-rewrites-eval":   v1alpha1.VerdictNotImproved,
 }
 
+// mountedVerdicts are the attacks that end otherwise where the steps get
+// read-only mounts (runner.ReadOnlyMounts): what they write there fails,
+// and the round is judged on what is left of them.
+var mountedVerdicts = map[string]v1alpha1.Verdict{
+	// Training cannot write the git directory: no filter is planted, and
+	// the candidate is no better.
+	"train-plants-filter": v1alpha1.VerdictNotImproved,
+}
+
 func TestAttacks(t *testing.T) {
 	scripts, err := filepath.Glob("attacks/*.sh")
 	if err != nil {
@@ -77,6 +88,7 @@ func TestAttacks(t *testing.T) {
 	for _, s := range scripts {
 		names = append(names, strings.TrimSuffix(filepath.Base(s), ".sh"))
 	}
+	t.Logf("steps are contained by %s", runner.Containment())
 	if len(names) != len(verdicts) {
 		t.Fatalf("attacks %v; every attack needs its verdict in the table and every verdict its attack", names)
 	}
@@ -85,6 +97,9 @@ func TestAttacks(t *testing.T) {
 			want, ok := verdicts[name]
 			if !ok {
 				t.Fatalf("no verdict for attack %s", name)
+			}
+			if v, ok := mountedVerdicts[name]; ok && runner.ReadOnlyMounts() {
+				want = v
 			}
 			script, err := filepath.Abs(filepath.Join("attacks", name+".sh"))
 			if err != nil {
