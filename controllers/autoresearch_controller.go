@@ -255,8 +255,8 @@ func (r *AutoResearchReconciler) ensure(ctx context.Context, ar *v1alpha1.AutoRe
 		logf.FromContext(ctx).V(1).Info("Created child", "kind", fmt.Sprintf("%T", obj), "child", klog.KObj(obj))
 		return nil
 	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
-		// A quota, an admission policy or a webhook refused it: retrying
-		// cannot help until someone changes something, so say what.
+		// A quota, an admission policy or a webhook refused it: the create
+		// is retried with backoff, and each refusal says what to change.
 		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonCreateRefused, actionCreate, "creating %s: %v", obj.GetName(), err)
 		return err
 	case !apierrors.IsAlreadyExists(err):

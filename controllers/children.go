@@ -30,6 +30,12 @@ const (
 	// deadlineBuffer is added to the time limit for Job deadlines, as the
 	// seed adds 30 s to its training timeout.
 	deadlineBuffer = 30 * time.Second
+	// startAllowance is what a Job's deadline also leaves for what comes
+	// before its command: the init containers (the tools, the checkout and
+	// the training outputs) and, without Kueue, waiting for a GPU. The step
+	// wrapper holds the command to its time limit; the deadline is only a
+	// backstop.
+	startAllowance = 10 * time.Minute
 	// The step wrapper stops the user's process group before the Job's
 	// deadline, so that it still reports the timeout itself.
 	wrapperBuffer = 20 * time.Second
@@ -269,7 +275,7 @@ func (b childBuilder) compliancePod(a round.Action) *corev1.Pod {
 	opts.AlsoWrite = path.Join(resultsMount, "compliance.json")
 	check := container(stepCompliance, b.image, steps.CheckArgs(projectBinary, opts))
 	check.VolumeMounts = append(check.VolumeMounts, corev1.VolumeMount{Name: volumeResults, MountPath: resultsMount})
-	parity := container("parity", b.trainImage(), steps.ExecArgs(steps.Binary, steps.ExecOptions{
+	parity := container(containerParity, b.trainImage(), steps.ExecArgs(steps.Binary, steps.ExecOptions{
 		Step: steps.StepParity, Round: a.Round, Workdir: b.experimentDir(), Timeout: s.EvalTimeout(),
 		Targets: s.KernelTargets, Python: "python3", ComplianceFile: opts.AlsoWrite,
 	}))
@@ -372,7 +378,7 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 		ObjectMeta: meta,
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](0),
-			ActiveDeadlineSeconds: ptr.To(seconds(limit + deadlineBuffer)),
+			ActiveDeadlineSeconds: ptr.To(seconds(limit + deadlineBuffer + startAllowance)),
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action:          batchv1.PodFailurePolicyActionIgnore,
 				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},

@@ -159,7 +159,7 @@ func startWorkspace(t *testing.T, ns string) {
 func measureBaseline(t *testing.T, ns string) {
 	t.Helper()
 	train := waitJob(t, ns, experiment+"-r0-train-1")
-	checkGPUJob(t, train, 330)
+	checkGPUJob(t, train, 930)
 	baseline(t, ns, "1.000")
 	ar := waitStatus(t, ns, experiment, "the baseline", func(s v1alpha1.AutoResearchStatus) bool { return s.Baseline != nil && s.Baseline.Value != "" })
 	if ar.Status.Baseline.Value != "1" || ar.Status.Best.Value != "1" {
@@ -279,6 +279,7 @@ func seriesIn(c prometheus.Collector, ns string) int {
 func TestVerdicts(t *testing.T) {
 	requireEnvtest(t)
 	cases := map[string]struct {
+		spec    func(*v1alpha1.AutoResearchSpec)
 		play    roundPlay
 		verdict v1alpha1.Verdict
 		reason  string
@@ -297,6 +298,9 @@ func TestVerdicts(t *testing.T) {
 			verdict: v1alpha1.VerdictComplianceFailed, reason: "ComplianceFailed", insight: "modified fixed file eval.py",
 		},
 		"parity": {
+			spec: func(s *v1alpha1.AutoResearchSpec) {
+				s.KernelTargets = []v1alpha1.KernelTarget{{Name: "rms", NewModule: "kernels:rms", BaselineModule: "eval:rms", Fixture: "eval:fixture"}}
+			},
 			play:    roundPlay{compliance: steps.ComplianceResult{Parity: "PARITY_FAIL target=rms kind=numerical detail=x"}},
 			verdict: v1alpha1.VerdictParityFailed, reason: "ParityFailed", insight: "PARITY_FAIL target=rms",
 		},
@@ -331,6 +335,9 @@ func TestVerdicts(t *testing.T) {
 			createNamed(t, ns, exp, func(s *v1alpha1.AutoResearchSpec) {
 				s.MaxRounds = 1
 				s.Acceptance.MinDelta = "0.001"
+				if tc.spec != nil {
+					tc.spec(s)
+				}
 			})
 			playNamed(t, ns, exp, tc.play)
 			finishPod(t, ns, exp+"-r1-git", 0, result(t, steps.GitResult{}))

@@ -76,8 +76,10 @@ func terminate(t testing.TB, pod *corev1.Pod, exitCode int32, message string) {
 		pod.Status.Phase = corev1.PodFailed
 	}
 	pod.Status.InitContainerStatuses = nil
+	// An init container that writes a result, as the compliance check
+	// before the parity container does, writes the same one.
 	for _, c := range pod.Spec.InitContainers {
-		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, done(c.Name, 0, ""))
+		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, done(c.Name, 0, message))
 	}
 	pod.Status.ContainerStatuses = nil
 	for i, c := range pod.Spec.Containers {

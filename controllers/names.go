@@ -32,6 +32,10 @@ const (
 	stepFinish     = "finish"
 )
 
+// containerParity is the compliance pod's container that checks kernel
+// parity in the training image.
+const containerParity = "parity"
+
 // Deterministic names: an operator restart finds the child it already
 // created instead of creating it twice.
 

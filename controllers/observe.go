@@ -41,11 +41,7 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 	}
 	name := childName(ar, a)
 	if a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval {
-		limit := spec.Fixed.TimeLimit.Duration
-		if a.Type == round.ActionRunEval {
-			limit = spec.EvalTimeout()
-		}
-		if f := stoppedBeforeItsTime(w.jobs[name], w.jobPods[name], limit); f != nil {
+		if f := stoppedBeforeItsTime(w.jobs[name], w.jobPods[name]); f != nil {
 			return tick, f
 		}
 		if f := lostItsPod(w.jobs[name], w.jobPods[name]); f != nil {
@@ -57,7 +53,7 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 	if !podFinished(pod) {
 		return tick, nil
 	}
-	if pod.Status.Phase == corev1.PodFailed && (pod.DeletionTimestamp != nil || podCondition(pod, corev1.DisruptionTarget)) {
+	if pod.Status.Phase == corev1.PodFailed && (pod.DeletionTimestamp != nil || disrupted(pod)) {
 		return tick, &stepFailure{name, "the pod was deleted or disrupted before it finished, which is the cluster's doing, never a verdict"}
 	}
 	obs := round.Observation{Round: a.Round, Candidate: a.Candidate}
@@ -68,9 +64,25 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 		obs.Kind = round.ObserveResearcherFinished
 		obs.Researcher = observeResearcher(pod)
 	case round.ActionCheckCompliance:
+		// The file check, in the operator's image, says what the candidate
+		// is and which rules it broke; the parity container, which runs the
+		// candidate's kernels, adds its parity line and nothing else.
 		var res steps.ComplianceResult
-		if err := steps.Decode(lastTerminated(pod).Message, &res); err != nil {
+		check := containerTerminated(pod, stepCompliance)
+		if check == nil {
+			return tick, &stepFailure{name, "the compliance check ended without a result: " + podProblem(pod, nil)}
+		}
+		if err := steps.Decode(check.Message, &res); err != nil {
 			return tick, &stepFailure{name, "the compliance check ended without a result: " + podProblem(pod, err)}
+		}
+		res.Parity = ""
+		if parity := containerTerminated(pod, containerParity); parity != nil && res.Violation == "" && !res.NoChange {
+			var pr steps.ComplianceResult
+			if err := steps.Decode(parity.Message, &pr); err != nil || parity.ExitCode != 0 {
+				res.Parity = fmt.Sprintf("PARITY_FAIL kind=crash detail=the parity check ended with exit code %d and no result", parity.ExitCode)
+			} else {
+				res.Parity = pr.Parity
+			}
 		}
 		obs.Kind = round.ObserveComplianceChecked
 		obs.Compliance = &round.ComplianceResult{Strategy: res.Strategy, Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange, Candidate: res.Candidate}
@@ -93,10 +105,13 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 }
 
 // stoppedBeforeItsTime is a training or evaluation Job that its deadline
-// ended before its command had run for limit: the deadline counts from the
-// Job's start, and waiting for a GPU, for admission or for an image is not
-// the candidate's doing, so the Job is made anew rather than judged.
-func stoppedBeforeItsTime(job *batchv1.Job, pods []*corev1.Pod, limit time.Duration) *stepFailure {
+// ended before its command ever ran: the deadline counts from the Job's
+// start, and waiting for a GPU, for admission or for an image is not the
+// candidate's doing, so the Job is made anew rather than judged. The
+// deadline leaves startAllowance for that; a command that did run and was
+// stopped by the deadline is judged, so that a candidate the kubelet keeps
+// evicting cannot be retried forever.
+func stoppedBeforeItsTime(job *batchv1.Job, pods []*corev1.Pod) *stepFailure {
 	if job == nil {
 		return nil
 	}
@@ -104,36 +119,49 @@ func stoppedBeforeItsTime(job *batchv1.Job, pods []*corev1.Pod, limit time.Durat
 	if failed == nil || failed.Reason != batchv1.JobReasonDeadlineExceeded {
 		return nil
 	}
-	var ran time.Duration
 	for _, p := range pods {
 		for _, cs := range p.Status.ContainerStatuses {
-			switch st := cs.State; {
-			case st.Terminated != nil && !st.Terminated.StartedAt.IsZero():
-				ran = max(ran, st.Terminated.FinishedAt.Sub(st.Terminated.StartedAt.Time))
-			case st.Running != nil:
-				ran = max(ran, failed.LastTransitionTime.Sub(st.Running.StartedAt.Time))
+			if cs.State.Running != nil || cs.State.Terminated != nil && !cs.State.Terminated.StartedAt.IsZero() {
+				return nil
 			}
 		}
 	}
-	if ran >= limit {
-		return nil
-	}
-	return &stepFailure{job.Name, fmt.Sprintf("%s reached its deadline after its command ran %s of its %s; it waited for a GPU, admission or its image, which is never a verdict",
-		job.Name, ran.Round(time.Second), limit)}
+	return &stepFailure{job.Name, job.Name + " reached its deadline before its command ran: it waited for a GPU, admission or its image, which is never a verdict"}
 }
 
-// lostItsPod is a failed training or evaluation Job whose pod was deleted
-// or disrupted, or is gone: nothing says the candidate failed.
+// lostItsPod is a failed training or evaluation Job whose pods were all
+// deleted or disrupted before they ended on their own: nothing says the
+// candidate failed. A Job its deadline ended is stoppedBeforeItsTime's to
+// judge, and one whose pods are gone says nothing either way: it is judged.
 func lostItsPod(job *batchv1.Job, pods []*corev1.Pod) *stepFailure {
-	if job == nil || jobCondition(job, batchv1.JobFailed) == nil {
+	if job == nil || len(pods) == 0 {
+		return nil
+	}
+	if failed := jobCondition(job, batchv1.JobFailed); failed == nil || failed.Reason == batchv1.JobReasonDeadlineExceeded {
 		return nil
 	}
 	for _, p := range pods {
-		if !podFinished(p) || (p.DeletionTimestamp == nil && !podCondition(p, corev1.DisruptionTarget)) {
+		if !podFinished(p) || (p.DeletionTimestamp == nil && !disrupted(p)) {
 			return nil
 		}
 	}
 	return &stepFailure{job.Name, job.Name + " failed after its pod was deleted or disrupted, which is the cluster's doing, never a verdict"}
+}
+
+// disrupted reports a pod the cluster took away for reasons of its own:
+// preemption, a node taint, the eviction API or garbage collection. The
+// kubelet's own termination (a pod over its ephemeral storage, node
+// pressure) may be the candidate's doing, and is judged.
+func disrupted(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			switch c.Reason {
+			case "PreemptionByScheduler", "DeletionByTaintManager", "EvictionByEvictionAPI", "DeletionByPodGC":
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // queuedReason says why a training or evaluation pod waits to start, ""
@@ -252,15 +280,6 @@ func exitOf(pod *corev1.Pod, term *corev1.ContainerStateTerminated) round.Proces
 		exit.Duration = time.Since(pod.Status.StartTime.Time)
 	}
 	return exit
-}
-
-func podCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 func podFinished(pod *corev1.Pod) bool {
