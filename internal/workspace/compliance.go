@@ -135,8 +135,8 @@ func judgeFileType(c change) (Violation, bool) {
 	if strings.HasPrefix(path.Base(c.to.rel), ".git") {
 		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s %s, a file that configures git, which only the supervisor may change", c.Kind, c.Path)}, true
 	}
-	if c.mode == modeSymlink {
-		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s is a symbolic link; a candidate may hold only regular files", c.Path)}, true
+	if c.mode == modeSymlink || c.mode == modeGitlink {
+		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s is a symbolic link or a nested repository; a candidate may hold only regular files", c.Path)}, true
 	}
 	return Violation{}, false
 }
@@ -180,8 +180,12 @@ type change struct {
 	mode string
 }
 
-// modeSymlink is git's file mode of a symbolic link.
-const modeSymlink = "120000"
+// Git's file modes of a symbolic link and of a nested repository (a
+// gitlink), which a candidate may not hold.
+const (
+	modeSymlink = "120000"
+	modeGitlink = "160000"
+)
 
 // side is one path of a change.
 type side struct {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -151,49 +152,53 @@ func (w *Workspace) commitTree(ctx context.Context, tree, parent, message string
 // trained to that of the checkout to evaluate. An output training did not
 // write is left out; only regular files and directories are copied, and one
 // that is anything else is an error, as is an output that would leave the
-// experiment directory.
+// experiment directory. Every path is opened within the trained directory:
+// a symbolic link that training made to lead out of it is an error.
 func CopyOutputs(from, to string, outputs []string) error {
+	root, err := os.OpenRoot(from)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	fsys := root.FS()
 	for _, o := range outputs {
-		rel := filepath.FromSlash(o)
-		if !filepath.IsLocal(rel) {
+		rel := path.Clean(filepath.ToSlash(o))
+		if !fs.ValidPath(rel) || rel == "." {
 			return fmt.Errorf("training output %q is not inside the experiment directory", o)
 		}
-		src, dst := filepath.Join(from, rel), filepath.Join(to, rel)
-		if _, err := os.Lstat(src); os.IsNotExist(err) {
+		if _, err := root.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		dst := filepath.Join(to, filepath.FromSlash(rel))
 		if err := os.RemoveAll(dst); err != nil {
 			return err
 		}
-		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		err := fs.WalkDir(fsys, rel, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			r, err := filepath.Rel(src, p)
-			if err != nil {
-				return err
-			}
-			target := filepath.Join(dst, r)
+			target := filepath.Join(to, filepath.FromSlash(p))
 			switch {
 			case d.IsDir():
 				return os.MkdirAll(target, 0o755)
 			case d.Type().IsRegular():
-				return copyFile(p, target)
+				return copyFile(root, p, target)
 			}
-			return fmt.Errorf("training output %s is neither a regular file nor a directory", filepath.Join(o, r))
+			return fmt.Errorf("training output %s is neither a regular file nor a directory", p)
 		})
 		if err != nil {
-			return err
+			return fmt.Errorf("copying training output %s: %w", o, err)
 		}
 	}
 	return nil
 }
 
-func copyFile(src, dst string) error {
+// copyFile copies the file at p in root to dst, a new file.
+func copyFile(root *os.Root, p, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	in, err := os.Open(src)
+	in, err := root.Open(p)
 	if err != nil {
 		return err
 	}

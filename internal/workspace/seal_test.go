@@ -157,6 +157,14 @@ func TestCopyOutputs(t *testing.T) {
 			return []string{"out"}
 		},
 		"a path leaving the directory": func(*testing.T, string) []string { return []string{"../escape"} },
+		"a linked directory on the way out": func(t *testing.T, dir string) []string {
+			secret := t.TempDir()
+			writeFiles(t, secret, map[string]string{"model.bin": "the supervisor's state\n"})
+			if err := os.Symlink(secret, filepath.Join(dir, "ckpt")); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"ckpt/model.bin"}
+		},
 	} {
 		t.Run("refuses "+name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -164,5 +172,21 @@ func TestCopyOutputs(t *testing.T) {
 				t.Error("CopyOutputs succeeded")
 			}
 		})
+	}
+}
+
+func TestANestedRepositoryIsNotSealedAsCode(t *testing.T) {
+	ctx := context.Background()
+	w, base := newExperiment(t)
+	nested := newRepo(t, map[string]string{"evaluate.py": "def evaluate(): return 0.0\n"})
+	if err := os.Rename(nested, inDir(w, "vendored")); err != nil {
+		t.Fatal(err)
+	}
+	report, err := sealAndCheck(ctx, t, w, base, fixedFiles, variableFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.OK() || !strings.Contains(report.Summary(), "vendored is a symbolic link or a nested repository") {
+		t.Errorf("report %+v, want the nested repository refused", report)
 	}
 }
