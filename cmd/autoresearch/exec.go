@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
@@ -116,7 +117,7 @@ func (f *execFlags) runCommand(ctx context.Context, cmd *cobra.Command, args []s
 		fmt.Fprintln(cmd.ErrOrStderr(), "[autoresearch] warning: "+w)
 	}
 	exit, output, err := runner.Process{
-		Command: shellCommand(args), Dir: f.workdir, Env: f.env(),
+		Command: runner.ShellCommand(args), Dir: f.workdir, Env: f.env(),
 		Timeout: f.timeout, KillGrace: f.grace, LogPath: logPath, Live: cmd.OutOrStdout(),
 	}.RunOutput(ctx)
 	if err != nil && ctx.Err() == nil {
@@ -185,24 +186,10 @@ func (f *execFlags) runParity(ctx context.Context) error {
 			return fmt.Errorf("--targets: %w", err)
 		}
 	}
-	if err := supervisor.CheckParity(ctx, &res, f.python, f.workdir, targets); err != nil {
+	if err := supervisor.CheckParity(ctx, &res, parity.Exec, f.python, f.workdir, targets); err != nil {
 		return err
 	}
 	return writeResult(f.result, &res)
-}
-
-// shellCommand is argv as the command line runner.Process gives to sh -c:
-// `sh -c CMD` is CMD itself, anything else is quoted and exec'd, so that
-// the exit code and signals are the command's own.
-func shellCommand(argv []string) string {
-	if len(argv) == 3 && (argv[0] == "sh" || argv[0] == "/bin/sh") && argv[1] == "-c" {
-		return argv[2]
-	}
-	quoted := make([]string, len(argv))
-	for i, a := range argv {
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return "exec " + strings.Join(quoted, " ")
 }
 
 // writeResult writes a step's result where the kubelet reads the

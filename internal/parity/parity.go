@@ -201,6 +201,31 @@ func outputTail(output string) string {
 // nothing about the candidate: an invalid target, an interpreter that does
 // not start, or a cancelled context.
 func Check(ctx context.Context, python, dir string, targets []Target) (*Failure, error) {
+	return CheckWith(ctx, Exec, python, dir, targets)
+}
+
+// Run runs one target's check, argv in dir, and returns its output and exit
+// code; the error is for a check that could not run.
+type Run func(ctx context.Context, argv []string, dir string) (output string, exitCode int, err error)
+
+// Exec runs a check as a plain child process.
+func Exec(ctx context.Context, argv []string, dir string) (string, int, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return out.String(), exitErr.ExitCode(), nil
+	}
+	return out.String(), 0, err
+}
+
+// CheckWith is Check with each target's check run by run, as the local
+// runner runs it: contained like any step, since it runs candidate code.
+func CheckWith(ctx context.Context, run Run, python, dir string, targets []Target) (*Failure, error) {
 	for _, t := range targets {
 		if err := t.Validate(); err != nil {
 			return nil, err
@@ -213,25 +238,14 @@ func Check(ctx context.Context, python, dir string, targets []Target) (*Failure,
 		return nil, fmt.Errorf("parity check: %w", err)
 	}
 	for _, t := range targets {
-		argv := Command(python, t, dir)
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Dir = dir
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		cmd.Stderr = &out
-		err := cmd.Run()
+		out, exitCode, err := run(ctx, Command(python, t, dir), dir)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("parity check %q: %w", t.Name, ctxErr)
 		}
-		exitCode := 0
 		if err != nil {
-			var exitErr *exec.ExitError
-			if !errors.As(err, &exitErr) {
-				return nil, fmt.Errorf("parity check %q: run %s: %w", t.Name, python, err)
-			}
-			exitCode = exitErr.ExitCode()
+			return nil, fmt.Errorf("parity check %q: run %s: %w", t.Name, python, err)
 		}
-		if f := ParseOutput(t, out.String(), exitCode); f != nil {
+		if f := ParseOutput(t, out, exitCode); f != nil {
 			return f, nil
 		}
 	}

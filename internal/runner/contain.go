@@ -141,10 +141,12 @@ func (c containment) argv(command string, mounts []Mount) []string {
 }
 
 // dropMountPower is the command that runs a step's command, in its
-// namespaces, so that it cannot undo the mounts. As root, without
-// CAP_SYS_ADMIN, it can neither mount nor enter another mount namespace,
-// and without CAP_SYS_PTRACE it cannot reach the runner's file system
-// through /proc/<pid>/root. In a user namespace, where the init is the
+// namespaces, so that it cannot undo the mounts. As root it keeps no
+// capability at all, and cannot gain one: without CAP_SYS_ADMIN it can
+// neither mount nor enter another mount namespace, without CAP_SYS_PTRACE
+// it cannot reach the runner's file system through /proc/<pid>/root, and
+// without CAP_DAC_READ_SEARCH it cannot open a file by its handle, around
+// the mounts. In a user namespace, where the init is the
 // namespace's root, the command runs as the runner's user in a user
 // namespace of its own, with no capabilities over the mounts. A new user
 // and mount namespace that the command makes gets the mounts locked: it can
@@ -153,7 +155,7 @@ func (c containment) dropMountPower() string {
 	if c == containUserNamespaces {
 		return fmt.Sprintf("unshare --user --map-user=%d --map-group=%d --", os.Getuid(), os.Getgid())
 	}
-	return "setpriv --bounding-set -sys_admin,-sys_ptrace --"
+	return "setpriv --no-new-privs --inh-caps=-all --bounding-set=-all --"
 }
 
 // leaders are the first processes of the steps running now: children of

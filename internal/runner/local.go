@@ -475,12 +475,26 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 		return nil, err
 	}
 	if len(l.spec.KernelTargets) > 0 && res.Violation == "" && !res.NoChange {
-		// The parity check runs the candidate as sealed.
-		dir, err := supervisor.PrepareRun(ctx, l.ws, res.Candidate, supervisor.RunDir(l.ws.StateDir(), a.Round, 0, supervisor.RunParity), "", nil)
+		// The parity check runs the candidate as sealed, and contained as
+		// any step that runs candidate code.
+		run := supervisor.RunDir(l.ws.StateDir(), a.Round, 0, supervisor.RunParity)
+		dir, err := supervisor.PrepareRun(ctx, l.ws, res.Candidate, run, "", nil)
 		if err != nil {
 			return nil, err
 		}
-		if err := supervisor.CheckParity(ctx, &res, l.opts.Python, dir, l.spec.KernelTargets); err != nil {
+		mounts, err := l.stepMounts(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		check := func(ctx context.Context, argv []string, dir string) (string, int, error) {
+			exit, output, err := Process{
+				Command: ShellCommand(argv), Dir: dir, Env: append(append(l.baseEnv(a.Round), l.toolEnv...), envVars(l.spec.Train.Env)...),
+				Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
+				LogPath: filepath.Join(l.roundDir(a.Round), "parity.log"), Mounts: mounts,
+			}.RunOutput(ctx)
+			return output, exit.ExitCode, err
+		}
+		if err := supervisor.CheckParity(ctx, &res, check, l.opts.Python, dir, l.spec.KernelTargets); err != nil {
 			return nil, err
 		}
 	}
@@ -511,7 +525,7 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 		return nil, err
 	}
 	limit := l.spec.Fixed.TimeLimit.Duration
-	env := append(append(l.baseEnv(a.Round), l.toolEnv...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
+	env := append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
 	if e := l.spec.EpochLimitString(); e != "" {
 		env = append(env, "AUTORESEARCH_EPOCH_LIMIT="+e)
 	}
@@ -530,7 +544,7 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 
 func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation, error) {
 	obs := &round.Observation{Kind: round.ObserveEvalFinished, Round: a.Round, Eval: &round.EvalResult{}}
-	undone, err := l.restoreGitState(ctx)
+	undone, err := l.restoreGitState(ctx, a.Round)
 	if err != nil {
 		return nil, err
 	}
@@ -565,7 +579,7 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 		return nil, err
 	}
 	exit, output, err := Process{
-		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(l.baseEnv(a.Round), l.toolEnv...), envVars(l.spec.Train.Env)...),
+		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), envVars(l.spec.Train.Env)...),
 		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(), Mounts: mounts,
 	}.RunOutput(ctx)
 	if err != nil {
@@ -587,7 +601,7 @@ func (l *Local) gitStep(ctx context.Context, a round.Action) (*round.Observation
 	if a.Type == round.ActionCommit {
 		action, kind = steps.GitCommit, round.ObserveCommitted
 	}
-	if _, err := l.restoreGitState(ctx); err != nil {
+	if _, err := l.restoreGitState(ctx, a.Round); err != nil {
 		return nil, err
 	}
 	l.gitState = nil
@@ -608,14 +622,18 @@ func (l *Local) finish(ctx context.Context, a round.Action) (*round.Observation,
 	return &round.Observation{Kind: round.ObserveFinished, Round: a.Round, Commit: commit}, nil
 }
 
-// restoreGitState puts back the git machinery as the round's training
-// found it, and says what it undid; nothing when no training of this run
-// snapshotted it.
-func (l *Local) restoreGitState(ctx context.Context) ([]string, error) {
-	if l.gitState == nil {
-		return nil, nil
+// restoreGitState puts back the git machinery as round's training found it,
+// and says what it undid. A run that started again after training has no
+// snapshot of its own, and restores the one the round keeps from after its
+// Researcher; the baseline, whose code is the user's, has neither.
+func (l *Local) restoreGitState(ctx context.Context, round int32) ([]string, error) {
+	switch {
+	case l.gitState != nil:
+		return l.ws.RestoreGitState(ctx, *l.gitState)
+	case round > 0:
+		return supervisor.RestoreGitState(ctx, l.ws, l.ws.StateDir(), round)
 	}
-	return l.ws.RestoreGitState(ctx, *l.gitState)
+	return nil, nil
 }
 
 // baseEnv is what every user process gets besides the runner's environment:

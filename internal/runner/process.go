@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -236,4 +237,18 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.buf.String()
+}
+
+// ShellCommand is argv as the command line Process gives to sh -c: `sh -c
+// CMD` is CMD itself, anything else is quoted and exec'd, so that the exit
+// code and signals are the command's own.
+func ShellCommand(argv []string) string {
+	if len(argv) == 3 && (argv[0] == "sh" || argv[0] == "/bin/sh") && argv[1] == "-c" {
+		return argv[2]
+	}
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return "exec " + strings.Join(quoted, " ")
 }

@@ -48,3 +48,18 @@ func measuredToolEnv(ctx context.Context) []string {
 	}
 	return env
 }
+
+// checkoutToolEnv pins what tools would otherwise look for in the parents
+// of a step's checkout, which lies inside the Researcher's worktree: Go's
+// workspace file is the checkout's own, the first go.work between the
+// experiment directory dir and the checkout's root, or none.
+func checkoutToolEnv(dir, root string) []string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return []string{"GOWORK=" + filepath.Join(d, "go.work")}
+		}
+		if d == root || d == filepath.Dir(d) {
+			return []string{"GOWORK=off"}
+		}
+	}
+}

@@ -38,3 +38,26 @@ func TestMeasuredToolEnvCarriesTheUserSettings(t *testing.T) {
 		t.Errorf("env %q overrides the GOPROXY the user set", env)
 	}
 }
+
+func TestCheckoutToolEnvPinsTheGoWorkspace(t *testing.T) {
+	// A go.work above the checkout, where the Researcher can write, is
+	// never the one a step uses.
+	top := t.TempDir()
+	root := filepath.Join(top, "runs", "r1", "train")
+	dir := filepath.Join(root, "exp")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(top, "go.work"), []byte("go 1.26\nuse ./evil\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkoutToolEnv(dir, root); !slices.Equal(got, []string{"GOWORK=off"}) {
+		t.Errorf("without a go.work of its own: %q, want GOWORK=off", got)
+	}
+	if err := os.WriteFile(filepath.Join(root, "go.work"), []byte("go 1.26\nuse ./exp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkoutToolEnv(dir, root); !slices.Equal(got, []string{"GOWORK=" + filepath.Join(root, "go.work")}) {
+		t.Errorf("with the repository's go.work: %q, want it", got)
+	}
+}

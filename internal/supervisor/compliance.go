@@ -75,10 +75,10 @@ func profileAdvisory(dir string, round int32) string {
 }
 
 // CheckParity runs the kernel parity check of targets with python in the
-// experiment directory dir and sets res.Parity to the PARITY_FAIL line of
-// the first failure. A candidate that already broke the file rules has its
+// experiment directory dir, each target's check by run, and sets res.Parity
+// to the PARITY_FAIL line of the first failure. A candidate that already broke the file rules has its
 // verdict, so the check does not run for it.
-func CheckParity(ctx context.Context, res *steps.ComplianceResult, python, dir string, targets []v1alpha1.KernelTarget) error {
+func CheckParity(ctx context.Context, res *steps.ComplianceResult, run parity.Run, python, dir string, targets []v1alpha1.KernelTarget) error {
 	if res.Violation != "" || res.NoChange || len(targets) == 0 {
 		return nil
 	}
@@ -86,7 +86,7 @@ func CheckParity(ctx context.Context, res *steps.ComplianceResult, python, dir s
 	for _, k := range targets {
 		pts = append(pts, parity.Target{Name: k.Name, NewModule: k.NewModule, BaselineModule: k.BaselineModule, Fixture: k.Fixture, Atol: string(k.Atol), Rtol: string(k.Rtol)})
 	}
-	failure, err := parity.Check(ctx, python, dir, pts)
+	failure, err := parity.CheckWith(ctx, run, python, dir, pts)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
@@ -126,7 +127,7 @@ func TestCheckParity(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := tc.in
-			if err := CheckParity(context.Background(), &got, python, dir, tc.targets); err != nil {
+			if err := CheckParity(context.Background(), &got, parity.Exec, python, dir, tc.targets); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -139,7 +140,7 @@ func TestCheckParity(t *testing.T) {
 func TestCheckParityReportsABrokenInterpreter(t *testing.T) {
 	res := steps.ComplianceResult{}
 	targets := []v1alpha1.KernelTarget{{Name: "k", NewModule: "kernel:f", BaselineModule: "reference:f", Fixture: "reference:fixture"}}
-	err := CheckParity(context.Background(), &res, filepath.Join(t.TempDir(), "no-python"), t.TempDir(), targets)
+	err := CheckParity(context.Background(), &res, parity.Exec, filepath.Join(t.TempDir(), "no-python"), t.TempDir(), targets)
 	if err == nil {
 		t.Errorf("a missing interpreter gave no error, result %+v", res)
 	}

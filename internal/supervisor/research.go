@@ -112,9 +112,10 @@ func (b *Backup) restore(dir string) ([]string, error) {
 // which no git step writes), puts the worktree back on base for the
 // Researcher of round, whatever an earlier attempt left, and keeps a backup
 // of the ledger and of the repository's git machinery in stateDir for
-// FinishResearch. The checkouts earlier rounds trained and evaluated in go. A round that starts again at the same base gets the
-// ledger and the git machinery of its first attempt back before git runs,
-// so that nothing a failed Researcher planted survives into the retry.
+// FinishResearch; it removes the checkouts that earlier rounds trained and
+// evaluated in. A round that starts again at the same base gets the ledger
+// and the git machinery of its first attempt back before git runs, so that
+// nothing a failed Researcher planted survives into the retry.
 func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, base, stateDir string, ledger *steps.LedgerUpdate) error {
 	dir := backupDir(stateDir, round)
 	saved, err := os.ReadFile(filepath.Join(dir, baseFile))
@@ -282,6 +283,13 @@ func keepCandidateRef(ws *workspace.Workspace, stateDir string, round int32, can
 		return err
 	}
 	return workspace.WriteFileAtomic(p, data)
+}
+
+// RestoreGitState puts back the repository's git machinery as round's
+// backup in stateDir keeps it, from after its Researcher, and says what it
+// undid.
+func RestoreGitState(ctx context.Context, ws *workspace.Workspace, stateDir string, round int32) ([]string, error) {
+	return restoreGitState(ctx, ws, backupDir(stateDir, round))
 }
 
 // restoreGitState puts back the git machinery saved in dir and says what it
