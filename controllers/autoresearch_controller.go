@@ -305,12 +305,21 @@ func (r *AutoResearchReconciler) cleanup(ctx context.Context, ar *v1alpha1.AutoR
 	for _, j := range w.jobs {
 		objs = append(objs, j)
 	}
+	rounds := map[int32]bool{}
 	for _, obj := range objs {
 		n, err := strconv.Atoi(obj.GetLabels()[LabelRound])
 		if err != nil || int32(n) >= keep || obj.GetLabels()[LabelStep] == stepInit {
 			continue
 		}
 		if err := r.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		rounds[int32(n)] = true
+	}
+	// A round's prompt and hashes go with its pods.
+	for n := range rounds {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ar.Namespace, Name: roundConfigMapName(ar, n)}}
+		if err := r.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}

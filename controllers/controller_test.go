@@ -121,8 +121,9 @@ func TestExperimentRoundByRound(t *testing.T) {
 	ar := waitStatus(t, ns, experiment, "the end", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseSucceeded })
 	checkSucceeded(t, ns, ar)
 	// Children of rounds before the previous one are cleaned up.
-	eventually(t, "round 1's pods to go", func() (bool, error) {
-		return absent(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(1, stepResearcher)}}), nil
+	eventually(t, "round 1's pods and prompt to go", func() (bool, error) {
+		return absent(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(1, stepResearcher)}}) &&
+			absent(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: experiment + "-r1-prompt"}}), nil
 	})
 
 	retryFailedFinish(t, ns)
