@@ -65,7 +65,7 @@ type childBuilder struct {
 }
 
 func (b childBuilder) worktree() steps.Worktree {
-	return steps.Worktree{Dir: steps.WorktreeDir, Subdir: string(b.ar.Spec.Source.Subdir), Name: b.ar.Name}
+	return steps.Worktree{Dir: steps.WorktreeDir, Subdir: string(b.ar.Spec.Source.Subdir), Name: b.ar.Name, Caches: v1alpha1.Strings(b.ar.Spec.Workspace.Caches)}
 }
 
 // experimentDir is the experiment directory inside the worktree.

@@ -479,6 +479,17 @@ type WorkspaceSpec struct {
 	// +kubebuilder:validation:MaxItems=4
 	// +listType=atomic
 	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+
+	// caches are git-ignored paths of the experiment directory, such as a
+	// dataset cache or a virtual environment, that the Researcher's
+	// worktree keeps from round to round. Every other ignored file is
+	// removed when a round starts, so that nothing one Researcher leaves
+	// there reaches the next. Training and evaluation never see the
+	// worktree: they run fresh checkouts of the sealed candidate.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	Caches []RelativePath `json:"caches,omitempty"`
 }
 
 // Phase is where the experiment is in its life.

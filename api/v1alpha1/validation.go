@@ -99,6 +99,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if s.Source.Git != nil && s.Source.PVC != nil {
 		errs = append(errs, field.Forbidden(p.Child("source"), "takes either git or pvc, not both"))
 	}
+	errs = append(errs, validatePaths(p.Child("workspace", "caches"), s.Workspace.Caches)...)
 	if s.Source.Subdir != "" {
 		errs = append(errs, s.Source.Subdir.Validate(p.Child("source", "subdir"))...)
 	}

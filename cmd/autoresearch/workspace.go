@@ -29,17 +29,24 @@ func newWorkspaceCommand() *cobra.Command {
 // worktreeFlags find the experiment's worktree; steps.Worktree builds them.
 type worktreeFlags struct {
 	dir, subdir, name string
+	caches            []string
 }
 
 func (f *worktreeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dir, "worktree", steps.WorktreeDir, "the experiment's worktree")
 	cmd.Flags().StringVar(&f.subdir, "subdir", ".", "the experiment directory inside the worktree")
 	cmd.Flags().StringVar(&f.name, "name", "", "the experiment; its branch is autoresearch/<name>")
+	cmd.Flags().StringArrayVar(&f.caches, "cache", nil, "an ignored path of the experiment directory that a rollback keeps")
 	_ = cmd.MarkFlagRequired("name")
 }
 
 func (f *worktreeFlags) open() (*workspace.Workspace, error) {
-	return workspace.Open(f.dir, f.subdir, f.name)
+	ws, err := workspace.Open(f.dir, f.subdir, f.name)
+	if err != nil {
+		return nil, err
+	}
+	ws.Caches = f.caches
+	return ws, nil
 }
 
 // ledgerStepFlags are the flags of the steps that write the ledger: the

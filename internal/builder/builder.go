@@ -186,6 +186,7 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"negative GPUs":         {func(s *v1alpha1.AutoResearchSpec) { s.Train.GPUs = ptr.To(int32(-1)) }, "spec.train.gpus"},
 		"output is the eval":    {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
 		"output escapes":        {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"../ckpt"} }, "spec.train.outputs[0]"},
+		"cache escapes":         {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Caches = []v1alpha1.RelativePath{"/root/.cache"} }, "spec.workspace.caches[0]"},
 		"bad metric":            {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "val bpb" }, "spec.eval.metric"},
 		"bad direction":         {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
 		"no researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},

@@ -252,6 +252,7 @@ func (l *Local) openWorkspace() error {
 	if err != nil {
 		return fmt.Errorf("the saved state names the worktree %s, but: %w", l.x.Worktree, err)
 	}
+	ws.Caches = v1alpha1.Strings(l.spec.Workspace.Caches)
 	l.ws = ws
 	return nil
 }
@@ -267,6 +268,7 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ws.Caches = v1alpha1.Strings(l.spec.Workspace.Caches)
 	l.ws = ws
 	if ledger.Status == "not_started" || len(ledger.Rows) == 0 {
 		return nil
@@ -397,6 +399,7 @@ func (l *Local) prepareWorkspace(ctx context.Context) (*round.Observation, error
 	if err != nil {
 		return &round.Observation{Kind: round.ObserveWorkspaceFailed, Error: err.Error()}, nil
 	}
+	ws.Caches = v1alpha1.Strings(l.spec.Workspace.Caches)
 	l.ws = ws
 	return &round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
 		Path: ws.Root, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: steps.FileHashes(res.FixedHashes),

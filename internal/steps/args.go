@@ -34,14 +34,20 @@ type Worktree struct {
 	Subdir string
 	// Name is the experiment's; its branch is autoresearch/<name>.
 	Name string
+	// Caches are the ignored paths a rollback keeps (spec.workspace.caches).
+	Caches []string
 }
 
 func (w Worktree) args() []string {
-	return flags(
+	args := flags(
 		"worktree", cmp.Or(w.Dir, WorktreeDir),
 		"subdir", cmp.Or(w.Subdir, "."),
 		"name", w.Name,
 	)
+	for _, c := range w.Caches {
+		args = append(args, "--cache="+c)
+	}
+	return args
 }
 
 // ExecOptions are the flags of `autoresearch exec`, the step wrapper that

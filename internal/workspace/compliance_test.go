@@ -257,14 +257,20 @@ func TestComplianceAndRollback(t *testing.T) {
 				t.Errorf("OK() = %v with violations %v", report.OK(), report.Violations)
 			}
 
+			w.Caches = []string{"data"}
 			if err := w.Rollback(ctx, base); err != nil {
 				t.Fatalf("Rollback: %v", err)
 			}
 			assertRolledBack(t, w, base)
-			for rel, content := range artifacts {
-				if got := readFile(t, inDir(w, rel)); got != content {
-					t.Errorf("ignored artifact %s = %q after rollback, want it kept", rel, got)
+			// The supervisor's state and the declared cache stay; any other
+			// ignored file is the Researcher's, and goes.
+			for _, rel := range []string{"data/shard.bin", ".autoresearch/state.json"} {
+				if got := readFile(t, inDir(w, rel)); got != artifacts[rel] {
+					t.Errorf("%s = %q after rollback, want it kept", rel, got)
 				}
+			}
+			if _, err := os.Stat(inDir(w, "model.ckpt")); !os.IsNotExist(err) {
+				t.Errorf("the ignored model.ckpt survived the rollback: %v", err)
 			}
 			if got := readFile(t, w.ExperiencesPath()); got != ledger {
 				t.Errorf("experiences.md after rollback:\n%s\nwant the working-tree content:\n%s", got, ledger)

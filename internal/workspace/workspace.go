@@ -47,6 +47,9 @@ type Workspace struct {
 	Subdir string
 	// Branch is the experiment branch, "autoresearch/<name>".
 	Branch string
+	// Caches are the git-ignored paths, relative to Dir, that Rollback
+	// keeps.
+	Caches []string
 }
 
 // Create makes the worktree at worktreePath on a new branch
@@ -296,10 +299,10 @@ func commitArgs(message string, extra ...string) []string {
 
 // Rollback puts the experiment branch and the worktree back on base, whatever
 // the Researcher did with git meanwhile (commits, resets, another branch, a
-// detached HEAD, a rebase left half done), and removes untracked files. Files
-// that .gitignore excludes stay, such as prepared data and .autoresearch/.
-// The ledger files keep their working-tree content; one the Researcher
-// deleted comes back as it is in base.
+// detached HEAD, a rebase left half done), and removes untracked files,
+// ignored ones too: only .autoresearch/ and the Caches stay. The ledger
+// files keep their working-tree content; one the Researcher deleted comes
+// back as it is in base.
 func (w *Workspace) Rollback(ctx context.Context, base string) error {
 	baseCommit, err := revParse(ctx, w.Root, base)
 	if err != nil {
@@ -312,11 +315,15 @@ func (w *Workspace) Rollback(ctx context.Context, base string) error {
 	if err := w.clearInterruptedGitState(ctx); err != nil {
 		return err
 	}
+	clean := []string{"clean", "-f", "-d", "-x", "--exclude=/" + w.repoPath(stateDirName) + "/"}
+	for _, c := range w.Caches {
+		clean = append(clean, "--exclude=/"+w.repoPath(c))
+	}
 	steps := [][]string{
 		// -B resets the branch even if it was moved, deleted or left for another.
 		{"checkout", "-f", "-B", w.Branch, baseCommit},
 		{"reset", "--hard", baseCommit},
-		{"clean", "-f", "-d", "--exclude=/" + w.repoPath(stateDirName) + "/"},
+		clean,
 	}
 	for _, args := range steps {
 		if _, err := git(ctx, w.Root, args...); err != nil {
