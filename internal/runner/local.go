@@ -252,8 +252,7 @@ func (l *Local) openWorkspace() error {
 	if err != nil {
 		return fmt.Errorf("the saved state names the worktree %s, but: %w", l.x.Worktree, err)
 	}
-	ws.Caches = v1alpha1.Strings(l.spec.Workspace.Caches)
-	l.ws = ws
+	l.use(ws)
 	return nil
 }
 
@@ -268,8 +267,7 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ws.Caches = v1alpha1.Strings(l.spec.Workspace.Caches)
-	l.ws = ws
+	l.use(ws)
 	if ledger.Status == "not_started" || len(ledger.Rows) == 0 {
 		return nil
 	}
@@ -399,8 +397,7 @@ func (l *Local) prepareWorkspace(ctx context.Context) (*round.Observation, error
 	if err != nil {
 		return &round.Observation{Kind: round.ObserveWorkspaceFailed, Error: err.Error()}, nil
 	}
-	ws.Caches = v1alpha1.Strings(l.spec.Workspace.Caches)
-	l.ws = ws
+	l.use(ws)
 	return &round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
 		Path: ws.Root, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: steps.FileHashes(res.FixedHashes),
 		FixedRegions: res.FixedRegions,
@@ -562,6 +559,11 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	run := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunEval)
 	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run,
 		filepath.Join(trained, filepath.FromSlash(l.ws.Subdir)), v1alpha1.Strings(l.spec.Train.Outputs))
+	if oe := (*workspace.OutputError)(nil); errors.As(err, &oe) {
+		// What training left is the candidate's: it is judged, not run.
+		obs.Eval.Exit = round.ProcessExit{ExitCode: 1, Tail: oe.Error()}
+		return obs, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -623,6 +625,12 @@ func (l *Local) finish(ctx context.Context, a round.Action) (*round.Observation,
 	}
 	l.out.final(l, a, ledger)
 	return &round.Observation{Kind: round.ObserveFinished, Round: a.Round, Commit: commit}, nil
+}
+
+// use makes ws the run's workspace, with the caches its rollbacks keep.
+func (l *Local) use(ws *workspace.Workspace) {
+	ws.Caches = v1alpha1.Strings(l.spec.Workspace.Caches)
+	l.ws = ws
 }
 
 // restoreGitState puts back the git machinery as round's training found it,

@@ -147,13 +147,26 @@ func (w *Workspace) commitTree(ctx context.Context, tree, parent, message string
 	return strings.TrimSpace(out), err
 }
 
+// OutputError is a training output that training made into something the
+// evaluation may not get: a link that leads out of its checkout, or a file
+// that is not a regular one. It is the candidate's doing, not the
+// supervisor's.
+type OutputError struct {
+	Output string
+	Err    error
+}
+
+func (e *OutputError) Error() string { return fmt.Sprintf("training output %s: %v", e.Output, e.Err) }
+
+func (e *OutputError) Unwrap() error { return e.Err }
+
 // CopyOutputs copies the training outputs, paths relative to the
 // experiment directory, from the experiment directory of the checkout
 // trained to that of the checkout to evaluate. An output training did not
-// write is left out; only regular files and directories are copied, and one
-// that is anything else is an error, as is an output that would leave the
-// experiment directory. Every path is opened within the trained directory:
-// a symbolic link that training made to lead out of it is an error.
+// write is left out; only regular files and directories are copied. Every
+// path is opened within the trained directory: a symbolic link that
+// training made to lead out of it, or anything but a regular file or a
+// directory, is an OutputError.
 func CopyOutputs(from, to string, outputs []string) error {
 	root, err := os.OpenRoot(from)
 	if err != nil {
@@ -175,7 +188,7 @@ func CopyOutputs(from, to string, outputs []string) error {
 		}
 		err := fs.WalkDir(fsys, rel, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
-				return err
+				return &OutputError{Output: p, Err: err}
 			}
 			target := filepath.Join(to, filepath.FromSlash(p))
 			switch {
@@ -184,10 +197,10 @@ func CopyOutputs(from, to string, outputs []string) error {
 			case d.Type().IsRegular():
 				return copyFile(root, p, target)
 			}
-			return fmt.Errorf("training output %s is neither a regular file nor a directory", p)
+			return &OutputError{Output: p, Err: errors.New("neither a regular file nor a directory")}
 		})
 		if err != nil {
-			return fmt.Errorf("copying training output %s: %w", o, err)
+			return err
 		}
 	}
 	return nil
@@ -200,7 +213,7 @@ func copyFile(root *os.Root, p, dst string) error {
 	}
 	in, err := root.Open(p)
 	if err != nil {
-		return err
+		return &OutputError{Output: p, Err: err}
 	}
 	defer in.Close()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)

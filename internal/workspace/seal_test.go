@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,8 +169,14 @@ func TestCopyOutputs(t *testing.T) {
 	} {
 		t.Run("refuses "+name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := CopyOutputs(dir, t.TempDir(), setup(t, dir)); err == nil {
+			outputs := setup(t, dir)
+			err := CopyOutputs(dir, t.TempDir(), outputs)
+			var oe *OutputError
+			switch {
+			case err == nil:
 				t.Error("CopyOutputs succeeded")
+			case outputs[0] != "../escape" && !errors.As(err, &oe):
+				t.Errorf("error %v is not the candidate's OutputError", err)
 			}
 		})
 	}

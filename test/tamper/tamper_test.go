@@ -58,6 +58,8 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"new-branch":            v1alpha1.VerdictComplianceFailed,
 	"new-tag":               v1alpha1.VerdictComplianceFailed,
 	"no-change":             v1alpha1.VerdictNoChange,
+	"output-symlink":        v1alpha1.VerdictEvalFailed,
+	"planted-go-work":       v1alpha1.VerdictNotImproved,
 	"planted-output":        v1alpha1.VerdictEvalFailed,
 	"python-startup":        v1alpha1.VerdictComplianceFailed,
 	"replace-object":        v1alpha1.VerdictComplianceFailed,
@@ -132,7 +134,7 @@ func runAttack(t *testing.T, script string, want v1alpha1.Verdict) {
 		"go.mod":              "module example.com/toy\n\ngo 1.21\n",
 		"check/main.go":       "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc main() { fmt.Printf(\"score: %s\\n\", os.Args[1]) }\n",
 		"golden/expected.txt": "10\n",
-		".gitignore":          "out.txt\n",
+		".gitignore":          "out.txt\ngo.work\n",
 		"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
 metadata:
