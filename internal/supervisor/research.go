@@ -167,10 +167,10 @@ func FinishResearch(ctx context.Context, ws *workspace.Workspace, round int32, s
 		if err != nil {
 			return "", err
 		}
+		if err := writeRecord(dir, backupForgeryFile, forged); err != nil {
+			return "", err
+		}
 		if len(forged) > 0 {
-			if err := workspace.WriteFileAtomic(filepath.Join(dir, backupForgeryFile), []byte(strings.Join(forged, ", "))); err != nil {
-				return "", err
-			}
 			// What the backup now has is the record for a retried check.
 			saved.files[backupForgeryFile] = []byte(strings.Join(forged, ", "))
 		}
@@ -182,19 +182,15 @@ func FinishResearch(ctx context.Context, ws *workspace.Workspace, round int32, s
 	if err != nil {
 		return "", err
 	}
-	if len(undone) > 0 {
-		if err := workspace.WriteFileAtomic(filepath.Join(dir, tamperFile), []byte(strings.Join(undone, "\n"))); err != nil {
-			return "", err
-		}
+	if err := writeRecord(dir, tamperFile, undone); err != nil {
+		return "", err
 	}
 	forged, err := ledgerForgery(ws, dir, round)
 	if err != nil {
 		return "", err
 	}
-	if len(forged) > 0 {
-		if err := workspace.WriteFileAtomic(filepath.Join(dir, forgeryFile), []byte(strings.Join(forged, ", "))); err != nil {
-			return "", err
-		}
+	if err := writeRecord(dir, forgeryFile, forged); err != nil {
+		return "", err
 	}
 	p := filepath.Join(dir, strategyFile)
 	data, err := os.ReadFile(p)
@@ -224,7 +220,7 @@ func tampering(stateDir string, round int32) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		reasons = append(reasons, f.reason+strings.ReplaceAll(strings.TrimSpace(string(data)), "\n", ", "))
+		reasons = append(reasons, f.reason+string(data))
 	}
 	return strings.Join(reasons, "; "), nil
 }
@@ -266,23 +262,20 @@ func sameLedgerBesides(a, b workspace.Ledger, round int) bool {
 // after the round's git state was saved, to that state: a check that runs
 // again restores it instead of taking it for the Researcher's.
 func keepCandidateRef(ws *workspace.Workspace, stateDir string, round int32, candidate string) error {
-	p := filepath.Join(backupDir(stateDir, round), gitStateFile)
-	data, err := os.ReadFile(p)
+	dir := backupDir(stateDir, round)
+	saved, err := readGitState(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // no Researcher ran: nothing will be restored
 	}
 	if err != nil {
-		return fmt.Errorf("the round's git state: %w", err)
-	}
-	var saved workspace.GitState
-	if err := json.Unmarshal(data, &saved); err != nil {
-		return fmt.Errorf("the round's git state: %w", err)
-	}
-	saved.Refs[ws.CandidateRef(round)] = candidate
-	if data, err = json.Marshal(saved); err != nil {
 		return err
 	}
-	return workspace.WriteFileAtomic(p, data)
+	saved.Refs[ws.CandidateRef(round)] = candidate
+	data, err := json.Marshal(saved)
+	if err != nil {
+		return err
+	}
+	return workspace.WriteFileAtomic(filepath.Join(dir, gitStateFile), data)
 }
 
 // RestoreGitState puts back the repository's git machinery as round's
@@ -295,15 +288,33 @@ func RestoreGitState(ctx context.Context, ws *workspace.Workspace, stateDir stri
 // restoreGitState puts back the git machinery saved in dir and says what it
 // undid.
 func restoreGitState(ctx context.Context, ws *workspace.Workspace, dir string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, gitStateFile))
+	saved, err := readGitState(dir)
 	if err != nil {
-		return nil, fmt.Errorf("the round's git state: %w", err)
-	}
-	var saved workspace.GitState
-	if err := json.Unmarshal(data, &saved); err != nil {
-		return nil, fmt.Errorf("the round's git state: %w", err)
+		return nil, err
 	}
 	return ws.RestoreGitState(ctx, saved)
+}
+
+// readGitState reads the git machinery a round's backup in dir keeps.
+func readGitState(dir string) (workspace.GitState, error) {
+	var saved workspace.GitState
+	data, err := os.ReadFile(filepath.Join(dir, gitStateFile))
+	if err != nil {
+		return saved, fmt.Errorf("the round's git state: %w", err)
+	}
+	if err := json.Unmarshal(data, &saved); err != nil {
+		return saved, fmt.Errorf("the round's git state: %w", err)
+	}
+	return saved, nil
+}
+
+// writeRecord keeps in dir, under name, what FinishResearch had to undo,
+// for CheckCompliance; nothing when there was nothing.
+func writeRecord(dir, name string, items []string) error {
+	if len(items) == 0 {
+		return nil
+	}
+	return workspace.WriteFileAtomic(filepath.Join(dir, name), []byte(strings.Join(items, ", ")))
 }
 
 // BackupDir is where the round's ledger backup is kept, with what else
