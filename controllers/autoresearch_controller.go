@@ -348,7 +348,11 @@ var startedWaiting = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		pod, ok := e.ObjectNew.(*corev1.Pod)
 		old, okOld := e.ObjectOld.(*corev1.Pod)
-		return ok && okOld && queuedReason([]*corev1.Pod{pod}) != queuedReason([]*corev1.Pod{old}) && queuedReason([]*corev1.Pod{pod}) != ""
+		if !ok || !okOld {
+			return false
+		}
+		why := queuedReason([]*corev1.Pod{pod})
+		return why != "" && why != queuedReason([]*corev1.Pod{old})
 	},
 }
 
