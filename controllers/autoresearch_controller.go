@@ -107,14 +107,14 @@ func (r *AutoResearchReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		forgetExperimentMetrics(ar.Namespace, ar.Name)
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, r.reconcile(ctx, ar)
+	return r.reconcile(ctx, ar)
 }
 
-func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.AutoResearch) error {
+func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.AutoResearch) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	w, err := r.loadWorld(ctx, ar)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	// The API server stored the spec with its defaults.
 	spec := ar.Spec.DeepCopy()
@@ -123,12 +123,18 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		// The child broke for reasons of its own: make it anew.
 		log.Info("Recreating a failed step", "child", failure.name, "reason", failure.reason)
 		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonStepRetried, actionRetry, "%s", failure.reason)
-		return r.deleteChild(ctx, failure.name, w)
+		return ctrl.Result{}, r.deleteChild(ctx, failure.name, w)
 	}
+	var result ctrl.Result
 	if a, ok := round.CurrentAction(spec, &ar.Status); ok && obs.Kind == round.ObserveTick && (a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval) {
 		if why := queuedReason(w.jobPods[childName(ar, a)]); why != "" {
 			// Waiting is shown, never judged.
 			r.recorder.Eventf(ar, nil, corev1.EventTypeNormal, reasonQueued, actionWait, "%s", why)
+		}
+		if jobFinished(w.jobs[childName(ar, a)]) {
+			// Its pods have yet to reach the cache; their watch wakes the
+			// loop when they do, and this when they never will.
+			result.RequeueAfter = podLag
 		}
 	}
 	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now()})
@@ -138,22 +144,22 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		ar.Status = out.Status
 		if err := r.Status().Update(ctx, ar); err != nil {
 			// A conflict is retried with backoff from a fresh read.
-			return err
+			return ctrl.Result{}, err
 		}
 		log.V(1).Info("Status updated", "phase", ar.Status.Phase, "round", ar.Status.Round)
 	}
 	r.announce(ar, old, out.Actions)
 	for _, a := range out.Actions {
 		if err := r.perform(ctx, ar, w, a); err != nil {
-			return fmt.Errorf("%s: %w", describe(a), err)
+			return ctrl.Result{}, fmt.Errorf("%s: %w", describe(a), err)
 		}
 	}
-	return r.cleanup(ctx, ar, w)
+	return result, r.cleanup(ctx, ar, w)
 }
 
 // loadWorld finds the experiment's children by their owner's UID.
 func (r *AutoResearchReconciler) loadWorld(ctx context.Context, ar *v1alpha1.AutoResearch) (world, error) {
-	w := world{pods: map[string]*corev1.Pod{}, jobs: map[string]*batchv1.Job{}, jobPods: map[string][]*corev1.Pod{}}
+	w := world{pods: map[string]*corev1.Pod{}, jobs: map[string]*batchv1.Job{}, jobPods: map[string][]*corev1.Pod{}, now: r.clock.Now()}
 	var jobs batchv1.JobList
 	if err := r.List(ctx, &jobs, client.InNamespace(ar.Namespace), client.MatchingFields{ownerUIDKey: string(ar.UID)}); err != nil {
 		return w, err
@@ -339,9 +345,10 @@ var childFinished = predicate.Funcs{
 	},
 }
 
-// startedWaiting lets through a Job pod that the scheduler has just found
-// no place for.
-var startedWaiting = predicate.Funcs{
+// jobPodMoved lets through a Job pod that the scheduler has just found no
+// place for, or that has just ended: its Job may have been seen finished
+// before it.
+var jobPodMoved = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
@@ -350,6 +357,9 @@ var startedWaiting = predicate.Funcs{
 		old, okOld := e.ObjectOld.(*corev1.Pod)
 		if !ok || !okOld {
 			return false
+		}
+		if podFinished(pod) && !podFinished(old) {
+			return true
 		}
 		why := queuedReason([]*corev1.Pod{pod})
 		return why != "" && why != queuedReason([]*corev1.Pod{old})
@@ -403,8 +413,8 @@ func (r *AutoResearchReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Pod{}, builder.WithPredicates(childFinished)).
 		Owns(&batchv1.Job{}, builder.WithPredicates(childFinished)).
 		// A Job's pod is the Job's, not the experiment's: it is watched only
-		// to say why it waits.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobPodExperiment), builder.WithPredicates(startedWaiting)).
+		// to say why it waits and to read its result.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobPodExperiment), builder.WithPredicates(jobPodMoved)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
 		Named("autoresearch").
 		Complete(r)

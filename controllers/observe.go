@@ -22,6 +22,8 @@ type world struct {
 	jobs map[string]*batchv1.Job
 	// jobPods are the pods of each Job, by Job name.
 	jobPods map[string][]*corev1.Pod
+	// now is when the world was read.
+	now time.Time
 }
 
 // stepFailure is a child that ended without a result the engine can use,
@@ -41,6 +43,9 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 	}
 	name := childName(ar, a)
 	if a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval {
+		if podsBehind(w.jobs[name], w.jobPods[name], w.now) {
+			return tick, nil
+		}
 		if f := stoppedBeforeItsTime(w.jobs[name], w.jobPods[name]); f != nil {
 			return tick, f
 		}
@@ -102,6 +107,38 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 		return tick, nil
 	}
 	return obs, nil
+}
+
+// podLag bounds how long a finished Job waits for its pods to reach the
+// cache; a pod deleted before the cache saw it never does.
+const podLag = 15 * time.Second
+
+// podsBehind reports a finished training or evaluation Job whose ended
+// pods the cache has not seen yet: Jobs and pods come through separate
+// watches, so a Job can be seen complete while its pod still looks
+// running, and its result would be read as missing. A Job its deadline
+// ended has pods the Job controller deleted, which need not end.
+func podsBehind(job *batchv1.Job, pods []*corev1.Pod, now time.Time) bool {
+	if !jobFinished(job) {
+		return false
+	}
+	end := jobCondition(job, batchv1.JobComplete)
+	if end == nil {
+		end = jobCondition(job, batchv1.JobFailed)
+	}
+	if end.Reason == batchv1.JobReasonDeadlineExceeded || now.Sub(end.LastTransitionTime.Time) > podLag {
+		return false
+	}
+	var succeeded, failed int32
+	for _, p := range pods {
+		switch p.Status.Phase {
+		case corev1.PodSucceeded:
+			succeeded++
+		case corev1.PodFailed:
+			failed++
+		}
+	}
+	return succeeded < job.Status.Succeeded || failed < job.Status.Failed
 }
 
 // stoppedBeforeItsTime is a training or evaluation Job that its deadline

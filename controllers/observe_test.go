@@ -2,8 +2,11 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
@@ -78,6 +81,63 @@ func TestParityCannotSpeakForTheFileCheck(t *testing.T) {
 			}
 			if *obs.Compliance != tc.want {
 				t.Errorf("compliance %+v, want %+v", *obs.Compliance, tc.want)
+			}
+		})
+	}
+}
+
+// TestAJobSeenBeforeItsPodWaitsForIt plays the cache showing a finished
+// evaluation Job while its pod, which holds the metric, still looks
+// running: Jobs and pods come through separate watches. The result is read
+// once the pod is seen ended; a pod that never shows up is waited for only
+// so long.
+func TestAJobSeenBeforeItsPodWaitsForIt(t *testing.T) {
+	ar := builder.MakeAutoResearch("p", "ns").Obj()
+	ar.Status = v1alpha1.AutoResearchStatus{
+		Phase: v1alpha1.PhaseRunning,
+		CurrentRound: &v1alpha1.RoundStatus{
+			Number: 1, Step: v1alpha1.StepEval, StepState: v1alpha1.StepStateRunning, BaseCommit: "base",
+			Candidates: []v1alpha1.CandidateStatus{{Index: 0}},
+		},
+	}
+	a, _ := round.CurrentAction(&ar.Spec, &ar.Status)
+	name := childName(ar, a)
+	ended := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: batchv1.JobStatus{
+		Succeeded:  1,
+		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(ended)}},
+	}}
+	msg, err := steps.Encode(steps.EvalResult{Found: true, Value: "0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	done := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: stepEval}}}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: stepEval, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: string(msg)}},
+	}}}}
+	cases := map[string]struct {
+		pod   *corev1.Pod
+		after time.Duration
+		want  round.ObservationKind
+		found bool
+	}{
+		"the pod still looks running":           {pod: running, after: time.Second, want: round.ObserveTick},
+		"the pod is seen ended":                 {pod: done, after: time.Second, want: round.ObserveEvalFinished, found: true},
+		"the pod never shows up":                {after: 2 * podLag, want: round.ObserveEvalFinished},
+		"the pod still looks running, for good": {pod: running, after: 2 * podLag, want: round.ObserveEvalFinished},
+	}
+	for n, tc := range cases {
+		t.Run(n, func(t *testing.T) {
+			w := world{jobs: map[string]*batchv1.Job{name: job}, jobPods: map[string][]*corev1.Pod{}, now: ended.Add(tc.after)}
+			if tc.pod != nil {
+				w.jobPods[name] = []*corev1.Pod{tc.pod}
+			}
+			obs, failure := observe(ar, &ar.Spec, w)
+			if failure != nil {
+				t.Fatalf("failure %+v", failure)
+			}
+			if obs.Kind != tc.want || (obs.Eval != nil && obs.Eval.Found) != tc.found {
+				t.Errorf("observation %+v, want %s with a metric found %v", obs, tc.want, tc.found)
 			}
 		})
 	}
