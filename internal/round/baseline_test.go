@@ -63,7 +63,7 @@ func TestNextBaseline(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.02 — baseline",
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S1: Researcher — improve val_bpb on train.py",
 				Baseline: &v1alpha1.BaselineResult{Value: "1.02", Stddev: "0", Samples: 1, Values: []string{"1.02"}},
 				Best:     &v1alpha1.BestResult{Round: 0, Value: "1.02", Commit: startCommit},
 				Failed:   notFailed,
@@ -101,7 +101,7 @@ func TestNextBaseline(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1 — baseline",
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S1: Researcher — improve val_bpb on train.py",
 				Baseline: &v1alpha1.BaselineResult{Value: "1", Stddev: "0.01", Samples: 3, Values: []string{"0.99", "1.0", "1.01"}},
 				Best:     &v1alpha1.BestResult{Round: 0, Value: "1", Commit: startCommit},
 				Failed:   notFailed,
@@ -157,7 +157,7 @@ func TestNextBaseline(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline",
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S1: Researcher — improve val_bpb on train.py",
 				Baseline: &v1alpha1.BaselineResult{Value: "1.0", Values: []string{"1.07"}},
 				Best:     &v1alpha1.BestResult{Round: 0, Value: "1.0", Commit: startCommit},
 				Failed:   notFailed,

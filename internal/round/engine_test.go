@@ -90,7 +90,7 @@ func TestNextStart(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline", Round: 1, Step: v1alpha1.StepResearcher,
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S1: Researcher — improve val_bpb on train.py", Round: 1, Step: v1alpha1.StepResearcher,
 				Workspace: workspace, Baseline: &v1alpha1.BaselineResult{Value: "1.0", Values: []string{"1.03"}},
 				Best:       &v1alpha1.BestResult{Round: 0, Value: "1.0", Commit: startCommit},
 				Conditions: map[string]string{"Ready": "True/WorkspaceReady", "Progressing": "True/RoundInProgress", "Failed": "False/NoFailure"},
@@ -113,7 +113,7 @@ func TestNextStart(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline", Round: 1, Step: v1alpha1.StepResearcher,
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S1: Researcher — improve val_bpb on train.py", Round: 1, Step: v1alpha1.StepResearcher,
 				Workspace: workspace, Baseline: &v1alpha1.BaselineResult{Value: "1.0", Values: []string{"1.0"}},
 				Best:       &v1alpha1.BestResult{Round: 0, Value: "1.0", Commit: startCommit},
 				Conditions: map[string]string{"Ready": "True/WorkspaceReady", "Progressing": "True/RoundInProgress", "Failed": "False/NoFailure"},

@@ -19,8 +19,13 @@ func (e *engine) startStep() {
 		e.st.Message = fmt.Sprintf("suspended before R%d %s", cr.Number, cr.Step)
 		return
 	}
-	if e.st.Phase == v1alpha1.PhaseSuspended {
+	switch task := Task(cr.Tasks, cr.Step); {
+	case e.st.Phase == v1alpha1.PhaseSuspended:
 		e.st.Message = fmt.Sprintf("resumed at R%d %s", cr.Number, cr.Step)
+	case cr.Number > 0 && task != "":
+		// The message says what runs now, not the last verdict, which the
+		// history and lastVerdict keep.
+		e.st.Message = task
 	}
 	e.st.Phase = e.activePhase()
 	cr.StepState = v1alpha1.StepStateRunning

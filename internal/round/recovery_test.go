@@ -115,7 +115,7 @@ func TestNextSuspend(t *testing.T) {
 			obs:         tick(),
 			wantActions: []Action{{Type: ActionRunResearcher, Round: 1, BaseCommit: startCommit}},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline",
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S1: Researcher — improve val_bpb on train.py",
 				Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning, Conditions: runningConds,
 			},
 		},
@@ -160,7 +160,7 @@ func TestNextResume(t *testing.T) {
 		}
 	}
 	restarted := view{
-		Phase: v1alpha1.PhaseRunning, Message: "round 2 was interrupted before its verdict; rolled back and restarted",
+		Phase: v1alpha1.PhaseRunning, Message: "R2 S1: Researcher — improve val_bpb on train.py",
 		Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning,
 	}
 	restart := []Action{
@@ -203,7 +203,7 @@ func TestNextResume(t *testing.T) {
 			},
 			wantActions: []Action{{Type: ActionCommit, Round: 1, BaseCommit: startCommit, Code: startCommit, Message: "autoresearch: round 1 — val_bpb=0.9 (improved)"}},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline",
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S5: Git — awaiting result (improved)",
 				Step: v1alpha1.StepGit, StepState: v1alpha1.StepStateRunning, Verdict: v1alpha1.VerdictImproved,
 			},
 		},
@@ -214,7 +214,7 @@ func TestNextResume(t *testing.T) {
 			},
 			wantActions: []Action{{Type: ActionRollback, Round: 1, BaseCommit: startCommit}},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R0: val_bpb=1.0 — baseline",
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S5: Git — awaiting result (not_improved)",
 				Step: v1alpha1.StepGit, StepState: v1alpha1.StepStateRunning, Verdict: v1alpha1.VerdictNotImproved,
 			},
 		},
@@ -255,7 +255,7 @@ func TestNextResume(t *testing.T) {
 				}
 			},
 			wantActions: []Action{{Type: ActionRunResearcher, Round: 4, BaseCommit: commitOf(2)}},
-			want:        view{Phase: v1alpha1.PhaseRunning, Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning},
+			want:        view{Phase: v1alpha1.PhaseRunning, Message: "R4 S1: Researcher — improve val_bpb on train.py", Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning},
 		},
 	}
 	for name, tc := range cases {

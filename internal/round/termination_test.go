@@ -61,7 +61,7 @@ func TestNextGitResult(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 2, BaseCommit: commitOf(1)},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R1: val_bpb=0.9 — improved",
+				Phase: v1alpha1.PhaseRunning, Message: "R2 S1: Researcher — improve val_bpb on train.py",
 				Best:            &v1alpha1.BestResult{Round: 1, Value: "0.9", Commit: commitOf(1)},
 				CompletedRounds: 1, LastVerdict: v1alpha1.VerdictImproved, Conditions: running,
 			},
@@ -75,7 +75,7 @@ func TestNextGitResult(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 2, BaseCommit: commitOf(1)},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R1: val_acc=0.9 — improved",
+				Phase: v1alpha1.PhaseRunning, Message: "R2 S1: Researcher — improve val_acc on train.py",
 				Best:            &v1alpha1.BestResult{Round: 1, Value: "0.9", Commit: commitOf(1)},
 				CompletedRounds: 1, LastVerdict: v1alpha1.VerdictImproved, Conditions: running,
 			},
@@ -88,7 +88,7 @@ func TestNextGitResult(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 2, BaseCommit: startCommit},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R1: val_bpb=1.1 — not_improved", Best: baseBest,
+				Phase: v1alpha1.PhaseRunning, Message: "R2 S1: Researcher — improve val_bpb on train.py", Best: baseBest,
 				CompletedRounds: 1, LastVerdict: v1alpha1.VerdictNotImproved, ConsecutiveNonImprovements: 1, Conditions: running,
 			},
 		},
@@ -137,7 +137,7 @@ func TestNextGitResult(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 2, BaseCommit: startCommit},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R1: val_bpb=0.94 — within_noise", Best: baseBest,
+				Phase: v1alpha1.PhaseRunning, Message: "R2 S1: Researcher — improve val_bpb on train.py", Best: baseBest,
 				CompletedRounds: 1, LastVerdict: v1alpha1.VerdictWithinNoise, ConsecutiveNonImprovements: 1, Conditions: running,
 			},
 		},
@@ -179,7 +179,7 @@ func TestNextGitResult(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 3, BaseCommit: startCommit},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R2: val_bpb=— — eval_failed", Best: baseBest,
+				Phase: v1alpha1.PhaseRunning, Message: "R3 S1: Researcher — improve val_bpb on train.py", Best: baseBest,
 				CompletedRounds: 2, LastVerdict: v1alpha1.VerdictEvalFailed, ConsecutiveNonImprovements: 2,
 				Conditions: map[string]string{"Succeeded": "False/NotFinished", "Degraded": "True/Plateau"},
 			},
@@ -193,7 +193,7 @@ func TestNextGitResult(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 4, BaseCommit: startCommit},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R3: val_bpb=1.3 — not_improved", Best: baseBest,
+				Phase: v1alpha1.PhaseRunning, Message: "R4 S1: Researcher — improve val_bpb on train.py", Best: baseBest,
 				CompletedRounds: 3, LastVerdict: v1alpha1.VerdictNotImproved, ConsecutiveNonImprovements: 3,
 				Conditions: map[string]string{"Succeeded": "False/NotFinished", "Degraded": "True/Plateau"},
 			},
@@ -207,7 +207,7 @@ func TestNextGitResult(t *testing.T) {
 				{Type: ActionRunResearcher, Round: 4, BaseCommit: commitOf(3)},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Message: "R3: val_bpb=0.9 — improved",
+				Phase: v1alpha1.PhaseRunning, Message: "R4 S1: Researcher — improve val_bpb on train.py",
 				Best:            &v1alpha1.BestResult{Round: 3, Value: "0.9", Commit: commitOf(3)},
 				CompletedRounds: 3, LastVerdict: v1alpha1.VerdictImproved, Conditions: running,
 			},
@@ -260,7 +260,7 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 			obs:         tick(),
 			wantActions: []Action{{Type: ActionRunResearcher, Round: 2, BaseCommit: startCommit}},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Round: 2, Message: "continuing: maxRounds is now 3",
+				Phase: v1alpha1.PhaseRunning, Round: 2, Message: "R2 S1: Researcher — improve val_bpb on train.py",
 				Succeeded: map[string]string{"Succeeded": "False/NotFinished"},
 			},
 		},
@@ -317,7 +317,7 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 			obs:         tick(),
 			wantActions: []Action{{Type: ActionRunTrain, Round: 3, BaseCommit: startCommit, Code: startCommit}},
 			want: view{
-				Phase: v1alpha1.PhaseRunning, Round: 3, Message: "R2: val_bpb=1.2 — not_improved",
+				Phase: v1alpha1.PhaseRunning, Round: 3, Message: "R3 S3: Train — uv run train.py (limit: 5m0s)",
 				Succeeded: map[string]string{"Succeeded": "False/NotFinished"},
 			},
 		},
