@@ -46,6 +46,12 @@ func (e *engine) finish(reason string) {
 // otherwise repeats the final ledger step until its commit is known.
 func (e *engine) tickFinished() {
 	if e.terminationReason() == "" {
+		// The final ledger was committed on the best code: the rounds to
+		// come start from that commit, which has the same code, so that
+		// the branch keeps it.
+		if e.st.LedgerCommit != "" && e.st.Best != nil {
+			e.st.Best.Commit = e.st.LedgerCommit
+		}
 		e.st.Message = fmt.Sprintf("continuing: maxRounds is now %d", e.spec.MaxRounds)
 		e.nextRound()
 		return

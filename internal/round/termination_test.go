@@ -255,10 +255,13 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 		wantActions []Action
 		want        view
 	}{
-		"raised after completion continues with the next round": {
+		// The next round starts from the final ledger's commit, which has
+		// the best code: starting from the best round's commit would drop
+		// the final ledger from the branch.
+		"raised after completion continues with the next round from the final ledger": {
 			setup:       []func(*driver){finished, maxRounds(3)},
 			obs:         tick(),
-			wantActions: []Action{{Type: ActionRunResearcher, Round: 2, BaseCommit: startCommit}},
+			wantActions: []Action{{Type: ActionRunResearcher, Round: 2, BaseCommit: "ledger1"}},
 			want: view{
 				Phase: v1alpha1.PhaseRunning, Round: 2, Message: "R2 S1: Researcher — improve val_bpb on train.py",
 				Succeeded: map[string]string{"Succeeded": "False/NotFinished"},

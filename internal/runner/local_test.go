@@ -311,8 +311,9 @@ func TestRaisingMaxRoundsContinuesAndNotesReachTheNextRound(t *testing.T) {
 	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
 	repo := newRepo(t, files)
 	x := load(t, repo)
-	if st, _ := run(t, x, Options{}); st.Phase != v1alpha1.PhaseSucceeded || st.CompletedRounds != 1 {
-		t.Fatalf("first run: %s after %d rounds", st.Phase, st.CompletedRounds)
+	first, _ := run(t, x, Options{})
+	if first.Phase != v1alpha1.PhaseSucceeded || first.CompletedRounds != 1 || first.LedgerCommit == "" {
+		t.Fatalf("first run: %s after %d rounds, final ledger %q", first.Phase, first.CompletedRounds, first.LedgerCommit)
 	}
 	if err := x.AddNote("try a cosine schedule"); err != nil {
 		t.Fatal(err)
@@ -335,6 +336,10 @@ func TestRaisingMaxRoundsContinuesAndNotesReachTheNextRound(t *testing.T) {
 	}
 	if got := ledger(t, x).Status; got != "completed" {
 		t.Errorf("ledger status %q, want completed", got)
+	}
+	// The first run's final ledger stays on the branch.
+	if out := git(t, repo, "branch", "--contains", first.LedgerCommit, "--format=%(refname:short)"); !strings.Contains(out, st.Workspace.Branch) {
+		t.Errorf("the first run's final ledger commit %s is no longer on %s (branches containing it: %q)", first.LedgerCommit, st.Workspace.Branch, out)
 	}
 }
 
