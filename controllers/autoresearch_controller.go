@@ -126,12 +126,17 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		return ctrl.Result{}, r.deleteChild(ctx, failure.name, w)
 	}
 	var result ctrl.Result
-	if a, ok := round.CurrentAction(spec, &ar.Status); ok && obs.Kind == round.ObserveTick && (a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval) {
-		if why := queuedReason(w.jobPods[childName(ar, a)]); why != "" {
-			// Waiting is shown, never judged.
-			r.recorder.Eventf(ar, nil, corev1.EventTypeNormal, reasonQueued, actionWait, "%s", why)
+	var waits wait
+	if a, ok := round.CurrentAction(spec, &ar.Status); ok && obs.Kind == round.ObserveTick {
+		name := childName(ar, a)
+		pods := w.jobPods[name]
+		if p := w.pods[name]; p != nil {
+			pods = []*corev1.Pod{p}
 		}
-		if jobFinished(w.jobs[childName(ar, a)]) {
+		// Waiting is shown, never judged.
+		waits = waitReason(pods)
+		obs.Waiting = waits.message
+		if jobFinished(w.jobs[name]) {
 			// Its pods have yet to reach the cache; their watch wakes the
 			// loop when they do, and this when they never will.
 			result.RequeueAfter = podLag
@@ -149,9 +154,12 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		log.V(1).Info("Status updated", "phase", ar.Status.Phase, "round", ar.Status.Round)
 	}
 	r.announce(ar, old, out.Actions)
-	for _, a := range out.Actions {
-		if err := r.perform(ctx, ar, w, a); err != nil {
-			return ctrl.Result{}, fmt.Errorf("%s: %w", describe(a), err)
+	if waits.message != "" && waits.message != round.Waiting(old) {
+		r.recorder.Eventf(ar, nil, waits.eventType, waits.reason, actionWait, "%s", waits.message)
+	}
+	for _, next := range out.Actions {
+		if err := r.perform(ctx, ar, w, next); err != nil {
+			return ctrl.Result{}, fmt.Errorf("%s: %w", describe(next), err)
 		}
 	}
 	return result, r.cleanup(ctx, ar, w)
@@ -345,24 +353,16 @@ var childFinished = predicate.Funcs{
 	},
 }
 
-// jobPodMoved lets through a Job pod that the scheduler has just found no
-// place for, or that has just ended: its Job may have been seen finished
-// before it.
-var jobPodMoved = predicate.Funcs{
+// waitChanged lets through a pod whose reason to wait has changed: it
+// started waiting (for the scheduler, a Secret, an image) or stopped.
+var waitChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		pod, ok := e.ObjectNew.(*corev1.Pod)
 		old, okOld := e.ObjectOld.(*corev1.Pod)
-		if !ok || !okOld {
-			return false
-		}
-		if podFinished(pod) && !podFinished(old) {
-			return true
-		}
-		why := queuedReason([]*corev1.Pod{pod})
-		return why != "" && why != queuedReason([]*corev1.Pod{old})
+		return ok && okOld && waitReason([]*corev1.Pod{pod}) != waitReason([]*corev1.Pod{old})
 	},
 }
 
@@ -410,11 +410,11 @@ func (r *AutoResearchReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.AutoResearch{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&corev1.Pod{}, builder.WithPredicates(childFinished)).
+		Owns(&corev1.Pod{}, builder.WithPredicates(predicate.Or[client.Object](childFinished, waitChanged))).
 		Owns(&batchv1.Job{}, builder.WithPredicates(childFinished)).
 		// A Job's pod is the Job's, not the experiment's: it is watched only
-		// to say why it waits and to read its result.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobPodExperiment), builder.WithPredicates(jobPodMoved)).
+		// to say why it waits and to read its result once it ended.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(jobPodExperiment), builder.WithPredicates(predicate.Or[client.Object](childFinished, waitChanged))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency}).
 		Named("autoresearch").
 		Complete(r)

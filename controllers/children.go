@@ -36,6 +36,12 @@ const (
 	// wrapper holds the command to its time limit; the deadline is only a
 	// backstop.
 	startAllowance = 10 * time.Minute
+	// ownStepDeadline bounds the operator's own steps (the file check, the
+	// git step) from their pod's start: none of them takes minutes, and one
+	// that hangs is made anew rather than waited for forever.
+	ownStepDeadline = 30 * time.Minute
+	// cloneDeadline bounds preparing the workspace, which clones the source.
+	cloneDeadline = 2 * time.Hour
 	// The step wrapper stops the user's process group before the Job's
 	// deadline, so that it still reports the timeout itself.
 	wrapperBuffer = 20 * time.Second
@@ -160,7 +166,11 @@ func withTools(c corev1.Container) corev1.Container {
 	return c
 }
 
+// pod is a step pod; one whose spec sets no deadline gets ownStepDeadline.
 func (b childBuilder) pod(name string, n int32, step string, spec corev1.PodSpec) *corev1.Pod {
+	if spec.ActiveDeadlineSeconds == nil {
+		spec.ActiveDeadlineSeconds = ptr.To(seconds(ownStepDeadline))
+	}
 	return &corev1.Pod{ObjectMeta: b.meta(name, n, step), Spec: spec}
 }
 
@@ -192,6 +202,7 @@ func (b childBuilder) initPod() *corev1.Pod {
 		}}})
 		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeGitCreds, MountPath: gitCredsMount, ReadOnly: true})
 	}
+	spec.ActiveDeadlineSeconds = ptr.To(seconds(cloneDeadline))
 	return b.pod(initPodName(b.ar), 0, stepInit, spec)
 }
 
@@ -291,6 +302,9 @@ func (b childBuilder) compliancePod(a round.Action) *corev1.Pod {
 	b.toolsInit(&spec)
 	spec.InitContainers = append(spec.InitContainers, check)
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeResults, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	// The parity check runs the candidate's kernels under the evaluation's
+	// time limit.
+	spec.ActiveDeadlineSeconds = ptr.To(seconds(s.EvalTimeout() + ownStepDeadline))
 	return b.pod(childName(b.ar, a), a.Round, stepCompliance, spec)
 }
 

@@ -149,7 +149,7 @@ func startWorkspace(t *testing.T, ns string) {
 		t.Errorf("claim size %s, want the 10Gi default", got.String())
 	}
 	init := waitPod(t, ns, experiment+"-init")
-	checkStepPod(t, init)
+	checkOwnPod(t, init)
 	if args := strings.Join(init.Spec.Containers[0].Args, " "); !strings.Contains(args, "https://example.com/r.git") {
 		t.Errorf("init pod args %q do not clone the source", args)
 	}
@@ -193,7 +193,7 @@ func playImprovedRound1(t *testing.T, ns string) {
 		t.Errorf("round 1 eval does not mount the round's hashes: %+v", v)
 	}
 	git := waitPod(t, ns, podName(1, stepGit))
-	checkStepPod(t, git)
+	checkOwnPod(t, git)
 	if args := strings.Join(git.Spec.Containers[0].Args, " "); !strings.Contains(args, "autoresearch: round 1 — val_bpb=0.9 (improved)") || !strings.Contains(args, "--candidate=cafe1111") {
 		t.Errorf("git pod args %q lack the commit message or the sealed candidate", args)
 	}
@@ -411,6 +411,16 @@ func containsText(s, sub string) bool { return strings.Contains(s, sub) }
 
 // checkStepPod checks what every pod of the operator must be: restricted,
 // without a service-account token, owned by the experiment.
+// checkOwnPod checks a pod the operator makes without a Job: it has a
+// deadline of its own, so that none hangs forever.
+func checkOwnPod(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	checkStepPod(t, pod)
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		t.Errorf("%s has no deadline: a step that hangs would be waited for forever", pod.Name)
+	}
+}
+
 func checkStepPod(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	s := pod.Spec

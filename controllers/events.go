@@ -17,6 +17,7 @@ const (
 	reasonStepRetried   = "StepRetried"
 	reasonChildConflict = "ChildConflict"
 	reasonQueued        = "Queued"
+	reasonStepBlocked   = "StepBlocked"
 	reasonCreateRefused = "CreateRefused"
 )
 

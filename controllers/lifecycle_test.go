@@ -309,6 +309,72 @@ func TestWaitingForAGPUIsNeverATimeout(t *testing.T) {
 	}
 }
 
+// A step whose pod cannot start says why, in an event, the Progressing
+// condition and the message, and says so no longer once it runs; the time
+// it waited is never judged.
+func TestAStepThatCannotStartSaysWhy(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, "w", func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
+	setStatus := func(edit func(*corev1.PodStatus)) {
+		t.Helper()
+		eventually(t, "the pod's status", func() (bool, error) {
+			pod := waitPod(t, ns, "w-r1-researcher")
+			edit(&pod.Status)
+			err := k8s.Status().Update(context.Background(), pod)
+			return err == nil, err
+		})
+	}
+	progressing := func(what string, want metav1.ConditionStatus, reason string) *v1alpha1.AutoResearch {
+		t.Helper()
+		return waitStatus(t, ns, "w", what, func(s v1alpha1.AutoResearchStatus) bool {
+			c := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionProgressing)
+			return c != nil && c.Status == want && c.Reason == reason
+		})
+	}
+
+	setStatus(func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodPending
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: stepResearcher, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: "CreateContainerConfigError", Message: `secret "llm-key" not found`,
+		}}}}
+	})
+	if !hasEvent(t, ns, "w", reasonStepBlocked, `secret "llm-key" not found`) {
+		t.Errorf("no StepBlocked event naming the missing Secret; events: %v", eventReasons(t, ns))
+	}
+	ar := progressing("Progressing to say the step waits", metav1.ConditionFalse, v1alpha1.ReasonStepWaiting)
+	if c := meta.FindStatusCondition(ar.Status.Conditions, v1alpha1.ConditionProgressing); !strings.Contains(c.Message, `secret "llm-key" not found`) {
+		t.Errorf("Progressing %q does not say what to fix", c.Message)
+	}
+	if !strings.Contains(ar.Status.Message, `waiting: w-r1-researcher cannot start its container researcher: CreateContainerConfigError: secret "llm-key" not found`) {
+		t.Errorf("message %q does not say why the step waits", ar.Status.Message)
+	}
+
+	setStatus(func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodPending
+		s.ContainerStatuses = nil
+		s.Conditions = []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu.",
+		}}
+	})
+	if !hasEvent(t, ns, "w", reasonQueued, "Insufficient cpu") {
+		t.Errorf("no Queued event for the pod that waits for a node; events: %v", eventReasons(t, ns))
+	}
+
+	setStatus(func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodRunning
+		s.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: stepResearcher, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	})
+	ar = progressing("Progressing once the step runs", metav1.ConditionTrue, v1alpha1.ReasonRoundInProgress)
+	if ar.Status.CurrentRound.Waiting != "" || strings.Contains(ar.Status.Message, "waiting") {
+		t.Errorf("the running step still waits: %q, message %q", ar.Status.CurrentRound.Waiting, ar.Status.Message)
+	}
+	if h := ar.Status.History; len(h) != 1 {
+		t.Errorf("waiting was judged: %+v", h)
+	}
+}
+
 func TestADeletedPodIsRetriedNotJudged(t *testing.T) {
 	ns := newNamespace(t)
 	startManager(t)

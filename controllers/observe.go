@@ -201,20 +201,37 @@ func disrupted(pod *corev1.Pod) bool {
 	return false
 }
 
-// queuedReason says why a training or evaluation pod waits to start, ""
-// when none does.
-func queuedReason(pods []*corev1.Pod) string {
+// wait is why a step's pod has not started: the event's type and reason,
+// and the words a user reads.
+type wait struct {
+	eventType, reason, message string
+}
+
+// blockedReasons are the container states that need someone to act: a
+// missing Secret or ConfigMap, an image that cannot be pulled.
+var blockedReasons = []string{
+	"CreateContainerConfigError", "CreateContainerError", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+}
+
+// waitReason says why a step's pods wait to start; the zero wait when none
+// does.
+func waitReason(pods []*corev1.Pod) wait {
 	for _, p := range pods {
-		if p.Status.Phase != corev1.PodPending {
+		if p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
 			continue
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				return fmt.Sprintf("%s waits to be scheduled: %s", p.Name, cmp.Or(c.Message, c.Reason))
+				return wait{corev1.EventTypeNormal, reasonQueued, fmt.Sprintf("%s waits to be scheduled: %s", p.Name, cmp.Or(c.Message, c.Reason))}
+			}
+		}
+		for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && slices.Contains(blockedReasons, w.Reason) {
+				return wait{corev1.EventTypeWarning, reasonStepBlocked, fmt.Sprintf("%s cannot start its container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)}
 			}
 		}
 	}
-	return ""
+	return wait{}
 }
 
 // observeGPUStep reads a finished training or evaluation Job.

@@ -583,6 +583,7 @@ const (
 	ReasonInitializing     = "Initializing"
 	ReasonRoundRestarted   = "RoundRestarted"
 	ReasonInvalidSpec      = "InvalidSpec"
+	ReasonStepWaiting      = "StepWaiting"
 )
 
 // AutoResearchStatus is the loop's progress. It stays small: the full ledger
@@ -739,6 +740,13 @@ type RoundStatus struct {
 	// stepStartTime of the current step.
 	// +optional
 	StepStartTime *metav1.Time `json:"stepStartTime,omitempty"`
+	// waiting says why the running step has not started: its pod waits to
+	// be scheduled, or cannot start a container (a missing Secret, an
+	// image that cannot be pulled). Empty once it runs.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Waiting string `json:"waiting,omitempty"`
 	// note holds the guidance first seen by this round; for a baseline
 	// measured again, why.
 	// +optional

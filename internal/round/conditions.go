@@ -31,7 +31,13 @@ func (e *engine) refreshConditions(gen int64) {
 	switch phase {
 	case v1alpha1.PhaseInitializing, v1alpha1.PhaseBaseline, v1alpha1.PhaseRunning:
 		msg := e.st.Message
-		if cr := e.st.CurrentRound; cr != nil {
+		cr := e.st.CurrentRound
+		if cr != nil && cr.Waiting != "" {
+			e.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionFalse, v1alpha1.ReasonStepWaiting,
+				fmt.Sprintf("R%d %s waits: %s", cr.Number, cr.Step, cr.Waiting))
+			break
+		}
+		if cr != nil {
 			msg = fmt.Sprintf("R%d %s", cr.Number, cr.Step)
 		}
 		e.setCondition(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRoundInProgress, msg)

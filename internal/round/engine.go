@@ -56,6 +56,7 @@ func (e *engine) handle(obs Observation) {
 	switch obs.Kind {
 	case ObserveTick:
 		e.tick(false)
+		e.waiting(obs.Waiting)
 	case ObserveResumed:
 		e.tick(true)
 	case ObserveWorkspaceReady:

@@ -2,8 +2,10 @@ package round
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 	"k8s.io/utils/ptr"
 )
 
@@ -30,7 +32,39 @@ func (e *engine) startStep() {
 	e.st.Phase = e.activePhase()
 	cr.StepState = v1alpha1.StepStateRunning
 	cr.StepStartTime = e.now.DeepCopy()
+	cr.Waiting = ""
 	e.emitCurrent()
+}
+
+// waitingSep leads the part of the message that says why a step waits.
+const waitingSep = " — waiting: "
+
+// Waiting is what st says the running step waits for, "" when nothing.
+func Waiting(st *v1alpha1.AutoResearchStatus) string {
+	if cr := st.CurrentRound; cr != nil {
+		return cr.Waiting
+	}
+	_, why, _ := strings.Cut(st.Message, waitingSep)
+	return why
+}
+
+// waiting shows why the running step has not started, or that it no longer
+// waits, in the message and the round's status; the time limit of a step
+// counts from its start, so waiting is never judged.
+func (e *engine) waiting(why string) {
+	cr := e.st.CurrentRound
+	preparing := e.st.Phase == v1alpha1.PhaseInitializing
+	if !preparing && (cr == nil || cr.StepState != v1alpha1.StepStateRunning) {
+		return
+	}
+	msg, _, _ := strings.Cut(e.st.Message, waitingSep)
+	if why != "" {
+		msg += waitingSep + why
+	}
+	e.st.Message = text.Truncate(msg, maxMessageLength)
+	if !preparing {
+		cr.Waiting = text.Truncate(why, maxConditionMessage)
+	}
 }
 
 // restartInterrupted applies the seed's interruption recovery: a round

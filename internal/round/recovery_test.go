@@ -297,3 +297,74 @@ func TestNextResumeResetsRound(t *testing.T) {
 		t.Errorf("restarted round (-want +got):\n%s", diff)
 	}
 }
+
+// TestNextWaiting shows why a step has not started, and stops saying so
+// once it runs; waiting never ends a step.
+func TestNextWaiting(t *testing.T) {
+	waiting := func(why string) Observation { return Observation{Kind: ObserveTick, Waiting: why} }
+	type view struct {
+		Phase     v1alpha1.Phase
+		Message   string
+		Step      v1alpha1.Step
+		StepState v1alpha1.StepState
+	}
+	const why = `w-r1-researcher cannot start its container researcher: CreateContainerConfigError: secret "llm-key" not found`
+	cases := map[string]struct {
+		setup func(*driver)
+		obs   Observation
+		want  view
+		cond  map[string]string
+	}{
+		"a running step that waits says why": {
+			setup: func(d *driver) { d.start() },
+			obs:   waiting(why),
+			want: view{
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S1: Researcher — improve val_bpb on train.py — waiting: " + why,
+				Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning,
+			},
+			cond: map[string]string{"Progressing": "False/StepWaiting"},
+		},
+		"a step that runs after waiting says so no longer": {
+			setup: func(d *driver) {
+				d.start()
+				d.next(waiting(why))
+			},
+			obs: tick(),
+			want: view{
+				Phase: v1alpha1.PhaseRunning, Message: "R1 S1: Researcher — improve val_bpb on train.py",
+				Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning,
+			},
+			cond: map[string]string{"Progressing": "True/RoundInProgress"},
+		},
+		"the workspace's preparation that waits says why": {
+			setup: func(d *driver) { d.next(tick()) },
+			obs:   waiting("w-init waits to be scheduled: persistentvolumeclaim \"w-workspace\" not found"),
+			want: view{
+				Phase:   v1alpha1.PhaseInitializing,
+				Message: "preparing the workspace — waiting: w-init waits to be scheduled: persistentvolumeclaim \"w-workspace\" not found",
+			},
+			cond: map[string]string{"Progressing": "True/RoundInProgress"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := newDriver(t, givenBaseline)
+			tc.setup(d)
+			out := apply(d, tc.obs)
+			st := out.Status
+			got := view{Phase: st.Phase, Message: st.Message}
+			if cr := st.CurrentRound; cr != nil {
+				got.Step, got.StepState = cr.Step, cr.StepState
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.cond, conditions(st, v1alpha1.ConditionProgressing)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if len(out.Actions) > 1 {
+				t.Errorf("waiting started work: %+v", out.Actions)
+			}
+		})
+	}
+}

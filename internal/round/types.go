@@ -124,6 +124,10 @@ type Observation struct {
 	Commit string
 	// Error explains a failed workspace preparation.
 	Error string
+	// Waiting, on a Tick, says why the running step has not started: its
+	// pod waits to be scheduled or cannot start a container. Waiting is
+	// shown, never judged.
+	Waiting string
 	// Changed lists the parts of the protocol a rebaseline follows.
 	Changed []string
 }
