@@ -55,12 +55,11 @@ type AutoResearchSpec struct {
 	// +optional
 	Acceptance AcceptanceSpec `json:"acceptance"`
 
-	// plateauRounds is the number of consecutive rounds without improvement
-	// after which the experiment warns of a plateau. It never stops the loop.
+	// plateau says when rounds without improvement make a plateau, and
+	// whether the experiment then warns and goes on or stops.
 	// +optional
-	// +kubebuilder:default=5
-	// +kubebuilder:validation:Minimum=1
-	PlateauRounds int32 `json:"plateauRounds,omitempty"`
+	// +kubebuilder:default={}
+	Plateau *PlateauSpec `json:"plateau,omitempty"`
 
 	// fixed holds the files nobody may change, the constraints the
 	// Researcher must keep and the training limits.
@@ -153,8 +152,41 @@ type BaselineSpec struct {
 	Runs int32 `json:"runs,omitempty"`
 }
 
+// PlateauAction is what a plateau does.
+// +kubebuilder:validation:Enum=Warn;Stop
+type PlateauAction string
+
+const (
+	// PlateauWarn warns every plateau.rounds rounds without improvement and
+	// goes on.
+	PlateauWarn PlateauAction = "Warn"
+	// PlateauStop ends the experiment, with reason Plateau, after
+	// plateau.rounds rounds without improvement.
+	PlateauStop PlateauAction = "Stop"
+)
+
+// PlateauSpec says when rounds without improvement make a plateau and what
+// it does.
+type PlateauSpec struct {
+	// rounds is the number of consecutive rounds without improvement that
+	// make a plateau.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	Rounds int32 `json:"rounds,omitempty"`
+
+	// action on a plateau: Warn (the default) warns and goes on; Stop ends
+	// the experiment with reason Plateau. Raising rounds, or setting Warn,
+	// continues an experiment a plateau stopped.
+	// +optional
+	// +kubebuilder:default=Warn
+	Action PlateauAction `json:"action,omitempty"`
+}
+
 // AcceptanceSpec sets the margin a candidate must beat the best by: the
-// larger of MinDelta and NoiseFactor × the baseline's standard deviation.
+// largest of MinDelta, NoiseFactor × the baseline's standard deviation and
+// MinImprovement × the best value.
 type AcceptanceSpec struct {
 	// minDelta is the smallest improvement that counts, as a decimal string.
 	// +optional
@@ -165,6 +197,12 @@ type AcceptanceSpec struct {
 	// +optional
 	// +kubebuilder:default="2"
 	NoiseFactor NonNegativeDecimal `json:"noiseFactor,omitempty"`
+
+	// minImprovement is the smallest improvement that counts, as a fraction
+	// of the best value so far: "0.01" asks a candidate to beat the best by
+	// 1%. Unset or "0", only minDelta and the noise count.
+	// +optional
+	MinImprovement NonNegativeDecimal `json:"minImprovement,omitempty"`
 }
 
 // FixedSpec holds what the Researcher may never change.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"reflect"
@@ -56,8 +57,14 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	}
 	errs = append(errs, s.Acceptance.MinDelta.Validate(p.Child("acceptance", "minDelta"))...)
 	errs = append(errs, s.Acceptance.NoiseFactor.Validate(p.Child("acceptance", "noiseFactor"))...)
-	if s.PlateauRounds < 0 {
-		errs = append(errs, field.Invalid(p.Child("plateauRounds"), s.PlateauRounds, "must be at least 1"))
+	errs = append(errs, s.Acceptance.MinImprovement.Validate(p.Child("acceptance", "minImprovement"))...)
+	if pl := s.Plateau; pl != nil {
+		if pl.Rounds < 0 || pl.Rounds > 10000 {
+			errs = append(errs, field.Invalid(p.Child("plateau", "rounds"), pl.Rounds, "must be between 1 and 10000"))
+		}
+		if pl.Action != "" && pl.Action != PlateauWarn && pl.Action != PlateauStop {
+			errs = append(errs, field.NotSupported(p.Child("plateau", "action"), pl.Action, []PlateauAction{PlateauWarn, PlateauStop}))
+		}
 	}
 	for i, f := range s.Fixed.Files {
 		errs = append(errs, f.Validate(p.Child("fixed", "files").Index(i))...)
@@ -326,6 +333,17 @@ func (s *AutoResearchSpec) FrozenChanges(old *AutoResearchSpec) []string {
 		}
 	}
 	return changed
+}
+
+// PlateauOrDefault is spec.plateau with its defaults filled in: five rounds,
+// Warn.
+func (s *AutoResearchSpec) PlateauOrDefault() PlateauSpec {
+	p := PlateauSpec{Rounds: 5, Action: PlateauWarn}
+	if s.Plateau != nil {
+		p.Rounds = cmp.Or(s.Plateau.Rounds, p.Rounds)
+		p.Action = cmp.Or(s.Plateau.Action, p.Action)
+	}
+	return p
 }
 
 // ResearcherTimeout is the Researcher's time budget: researcher.timeout, or

@@ -56,9 +56,13 @@ func (e *engine) refreshConditions(gen int64) {
 	if phase != v1alpha1.PhaseFailed {
 		e.setCondition(v1alpha1.ConditionFailed, metav1.ConditionFalse, v1alpha1.ReasonNoFailure, "the loop has not failed")
 	}
-	if k := e.st.ConsecutiveNonImprovements; k >= e.spec.PlateauRounds {
+	if p, k := e.spec.PlateauOrDefault(), e.st.ConsecutiveNonImprovements; k >= p.Rounds {
+		next := "the loop continues"
+		if p.Action == v1alpha1.PlateauStop {
+			next = "plateau.action is Stop"
+		}
 		e.setCondition(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonPlateau,
-			fmt.Sprintf("no improvement in %d consecutive rounds; the loop continues", k))
+			fmt.Sprintf("no improvement in %d consecutive rounds; %s", k, next))
 	} else {
 		e.setCondition(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonImproving, "improving or within the plateau window")
 	}

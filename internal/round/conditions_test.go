@@ -49,7 +49,7 @@ func TestNextConditions(t *testing.T) {
 			},
 		},
 		"plateau": {
-			spec: func(s *v1alpha1.AutoResearchSpec) { s.PlateauRounds = 1 },
+			spec: func(s *v1alpha1.AutoResearchSpec) { s.Plateau = &v1alpha1.PlateauSpec{Rounds: 1} },
 			setup: func(d *driver) {
 				d.start()
 				d.evaluate("1.1")

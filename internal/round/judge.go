@@ -25,7 +25,7 @@ func (e *engine) judge(value, best float64) (v1alpha1.Verdict, string) {
 	case better && delta > margin:
 		return v1alpha1.VerdictImproved, fmt.Sprintf("%s improved from %s by %s", name, bestText, significant(delta))
 	case better:
-		return v1alpha1.VerdictWithinNoise, fmt.Sprintf("%s=%s beats the best %s by only %s, within the noise margin %s (max of minDelta and noiseFactor × baseline stddev); kept out as noise",
+		return v1alpha1.VerdictWithinNoise, fmt.Sprintf("%s=%s beats the best %s by only %s, within the noise margin %s (max of minDelta, noiseFactor × baseline stddev and minImprovement × best); kept out as noise",
 			name, metric.Format(value), bestText, significant(delta), significant(margin))
 	default:
 		return v1alpha1.VerdictNotImproved, fmt.Sprintf("%s=%s is no better than the best %s; the change did not help", name, metric.Format(value), bestText)
@@ -34,13 +34,18 @@ func (e *engine) judge(value, best float64) (v1alpha1.Verdict, string) {
 
 // noiseMargin is how much a candidate must beat the best by.
 func (e *engine) noiseMargin() float64 {
-	minDelta := decimalOrZero(string(e.spec.Acceptance.MinDelta))
-	factor := decimalOrZero(string(e.spec.Acceptance.NoiseFactor))
+	a := e.spec.Acceptance
+	minDelta := decimalOrZero(string(a.MinDelta))
+	factor := decimalOrZero(string(a.NoiseFactor))
 	stddev := 0.0
 	if e.st.Baseline != nil {
 		stddev = decimalOrZero(e.st.Baseline.Stddev)
 	}
-	return math.Max(minDelta, factor*stddev)
+	ratio := 0.0
+	if e.st.Best != nil {
+		ratio = decimalOrZero(string(a.MinImprovement)) * math.Abs(decimalOrZero(e.st.Best.Value))
+	}
+	return max(minDelta, factor*stddev, ratio)
 }
 
 // targetReached reports whether a committed round reached spec.target.

@@ -243,7 +243,7 @@ func TestNextVerdicts(t *testing.T) {
 			obs:   evaluated(1, "0.95"),
 			want: view{
 				Strategy: "strategy 1", Compliance: "✅", Value: "0.95", Verdict: v1alpha1.VerdictWithinNoise,
-				Insight: "val_bpb=0.95 beats the best 1.0 (R0) by only 0.05, within the noise margin 0.1 (max of minDelta and noiseFactor × baseline stddev); kept out as noise",
+				Insight: "val_bpb=0.95 beats the best 1.0 (R0) by only 0.05, within the noise margin 0.1 (max of minDelta, noiseFactor × baseline stddev and minImprovement × best); kept out as noise",
 				Actions: rollback,
 			},
 		},
@@ -261,7 +261,7 @@ func TestNextVerdicts(t *testing.T) {
 			obs:   evaluated(1, "0.88"),
 			want: view{
 				Strategy: "strategy 1", Compliance: "✅", Value: "0.88", Verdict: v1alpha1.VerdictWithinNoise,
-				Insight: "val_bpb=0.88 beats the best 1.0 (R0) by only 0.12, within the noise margin 0.15 (max of minDelta and noiseFactor × baseline stddev); kept out as noise",
+				Insight: "val_bpb=0.88 beats the best 1.0 (R0) by only 0.12, within the noise margin 0.15 (max of minDelta, noiseFactor × baseline stddev and minImprovement × best); kept out as noise",
 				Actions: rollback,
 			},
 		},
@@ -271,7 +271,7 @@ func TestNextVerdicts(t *testing.T) {
 			obs:   evaluated(1, "0.99"),
 			want: view{
 				Strategy: "strategy 1", Compliance: "✅", Value: "0.99", Verdict: v1alpha1.VerdictWithinNoise,
-				Insight: "val_bpb=0.99 beats the best 1.0 (R0) by only 0.01, within the noise margin 0.02 (max of minDelta and noiseFactor × baseline stddev); kept out as noise",
+				Insight: "val_bpb=0.99 beats the best 1.0 (R0) by only 0.01, within the noise margin 0.02 (max of minDelta, noiseFactor × baseline stddev and minImprovement × best); kept out as noise",
 				Actions: rollback,
 			},
 		},
@@ -284,13 +284,32 @@ func TestNextVerdicts(t *testing.T) {
 				Insight: "val_bpb improved from 1.0 (R0) by 0.03", Actions: commit("autoresearch: round 1 — val_bpb=0.97 (improved)"),
 			},
 		},
+		"gain below minImprovement of the best is noise": {
+			spec:  func(s *v1alpha1.AutoResearchSpec) { s.Acceptance.MinImprovement = "0.05" },
+			setup: at(v1alpha1.StepEval),
+			obs:   evaluated(1, "0.96"),
+			want: view{
+				Strategy: "strategy 1", Compliance: "✅", Value: "0.96", Verdict: v1alpha1.VerdictWithinNoise,
+				Insight: "val_bpb=0.96 beats the best 1.0 (R0) by only 0.04, within the noise margin 0.05 (max of minDelta, noiseFactor × baseline stddev and minImprovement × best); kept out as noise",
+				Actions: rollback,
+			},
+		},
+		"gain above minImprovement of the best improves": {
+			spec:  func(s *v1alpha1.AutoResearchSpec) { s.Acceptance.MinImprovement = "0.05" },
+			setup: at(v1alpha1.StepEval),
+			obs:   evaluated(1, "0.94"),
+			want: view{
+				Strategy: "strategy 1", Compliance: "✅", Value: "0.94", Verdict: v1alpha1.VerdictImproved,
+				Insight: "val_bpb improved from 1.0 (R0) by 0.06", Actions: commit("autoresearch: round 1 — val_bpb=0.94 (improved)"),
+			},
+		},
 		"minDelta wins over a smaller noise margin": {
 			spec:  minDelta("0.2"),
 			setup: noisy("0.05"),
 			obs:   evaluated(1, "0.85"),
 			want: view{
 				Strategy: "strategy 1", Compliance: "✅", Value: "0.85", Verdict: v1alpha1.VerdictWithinNoise,
-				Insight: "val_bpb=0.85 beats the best 1.0 (R0) by only 0.15, within the noise margin 0.2 (max of minDelta and noiseFactor × baseline stddev); kept out as noise",
+				Insight: "val_bpb=0.85 beats the best 1.0 (R0) by only 0.15, within the noise margin 0.2 (max of minDelta, noiseFactor × baseline stddev and minImprovement × best); kept out as noise",
 				Actions: rollback,
 			},
 		},

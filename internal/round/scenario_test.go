@@ -287,7 +287,7 @@ func TestScenarioMaximizeWithPlateauToMaxRounds(t *testing.T) {
 		s.Eval.Metric, s.Eval.Direction = "val_acc", v1alpha1.DirectionMaximize
 		s.Baseline = &v1alpha1.BaselineSpec{Value: "0.5"}
 		s.MaxRounds = 5
-		s.PlateauRounds = 2
+		s.Plateau = &v1alpha1.PlateauSpec{Rounds: 2}
 	})
 	// The preflight measures 0.52; the given 0.5 stays the one judged against.
 	l := newLab(d, []string{"0.52"}, map[int32][]attempt{

@@ -22,6 +22,9 @@ func terminationReason(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearc
 	if st.CompletedRounds >= spec.MaxRounds {
 		return v1alpha1.ReasonMaxRoundsReached
 	}
+	if p := spec.PlateauOrDefault(); p.Action == v1alpha1.PlateauStop && st.ConsecutiveNonImprovements >= p.Rounds {
+		return v1alpha1.ReasonPlateau
+	}
 	return ""
 }
 
@@ -31,8 +34,12 @@ func (e *engine) finish(reason string) {
 	e.st.CurrentRound = nil
 	e.st.LedgerCommit = ""
 	msg := fmt.Sprintf("done: %d/%d rounds", e.st.CompletedRounds, e.spec.MaxRounds)
-	if reason == v1alpha1.ReasonTargetReached {
+	switch reason {
+	case v1alpha1.ReasonTargetReached:
 		msg = fmt.Sprintf("done: target %s reached in round %d", e.spec.Target, e.st.Best.Round)
+	case v1alpha1.ReasonPlateau:
+		msg = fmt.Sprintf("done: plateau, no improvement in the last %d rounds (plateau.action is Stop) after %d/%d rounds",
+			e.st.ConsecutiveNonImprovements, e.st.CompletedRounds, e.spec.MaxRounds)
 	}
 	if e.st.Best != nil {
 		msg += fmt.Sprintf("; best %s=%s (R%d)", e.spec.Eval.Metric, e.st.Best.Value, e.st.Best.Round)
@@ -73,11 +80,13 @@ func (e *engine) fail(reason, msg string) {
 	e.setCondition(v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg)
 }
 
-// plateauWarning warns every spec.plateauRounds rounds without improvement.
+// plateauWarning warns every spec.plateau.rounds rounds without
+// improvement; a plateau that stops the loop is its final message instead.
 func (e *engine) plateauWarning() {
-	n := e.spec.PlateauRounds
+	p := e.spec.PlateauOrDefault()
+	n := p.Rounds
 	k := e.st.ConsecutiveNonImprovements
-	if k == 0 || k%n != 0 {
+	if k == 0 || k%n != 0 || p.Action == v1alpha1.PlateauStop {
 		return
 	}
 	counts := map[v1alpha1.Verdict]int{}

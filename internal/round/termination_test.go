@@ -28,7 +28,7 @@ func TestNextGitResult(t *testing.T) {
 		s.Baseline = &v1alpha1.BaselineSpec{Value: "0.8"}
 	}
 	plateau := func(n int32) func(*v1alpha1.AutoResearchSpec) {
-		return func(s *v1alpha1.AutoResearchSpec) { s.PlateauRounds = n }
+		return func(s *v1alpha1.AutoResearchSpec) { s.Plateau = &v1alpha1.PlateauSpec{Rounds: n} }
 	}
 	evaluate := func(values ...string) func(*driver) {
 		return func(d *driver) {
@@ -133,7 +133,7 @@ func TestNextGitResult(t *testing.T) {
 			setup: evaluate("0.94"),
 			obs:   rolledBack(1),
 			wantActions: []Action{
-				record(1, "0.94", v1alpha1.VerdictWithinNoise, "val_bpb=0.94 beats the best 1.0 (R0) by only 0.06, within the noise margin 0.1 (max of minDelta and noiseFactor × baseline stddev); kept out as noise", ""),
+				record(1, "0.94", v1alpha1.VerdictWithinNoise, "val_bpb=0.94 beats the best 1.0 (R0) by only 0.06, within the noise margin 0.1 (max of minDelta, noiseFactor × baseline stddev and minImprovement × best); kept out as noise", ""),
 				{Type: ActionRunResearcher, Round: 2, BaseCommit: startCommit},
 			},
 			want: view{
@@ -182,6 +182,30 @@ func TestNextGitResult(t *testing.T) {
 				Phase: v1alpha1.PhaseRunning, Message: "R3 S1: Researcher — improve val_bpb on train.py", Best: baseBest,
 				CompletedRounds: 2, LastVerdict: v1alpha1.VerdictEvalFailed, ConsecutiveNonImprovements: 2,
 				Conditions: map[string]string{"Succeeded": "False/NotFinished", "Degraded": "True/Plateau"},
+			},
+		},
+		"plateau with action Stop ends the loop instead of warning": {
+			spec: []func(*v1alpha1.AutoResearchSpec){plateau(2), func(s *v1alpha1.AutoResearchSpec) { s.Plateau.Action = v1alpha1.PlateauStop }},
+			setup: func(d *driver) {
+				d.round("1.1")
+				d.advanceTo(v1alpha1.StepEval)
+				d.next(eval(2, EvalResult{Exit: ProcessExit{Duration: evalTime}}))
+			},
+			obs: rolledBack(2),
+			wantActions: []Action{
+				{Type: ActionReportRound, Round: 2, Record: &v1alpha1.RoundRecord{
+					Round: 2, Strategy: "strategy 2", Compliance: v1alpha1.CompliancePassed, Verdict: v1alpha1.VerdictEvalFailed,
+					Insight: "evaluation printed no val_bpb (training-log metrics are never used)",
+				}},
+				{
+					Type: ActionFinish, Round: 2, Reason: v1alpha1.ReasonPlateau,
+					Message: "done: plateau, no improvement in the last 2 rounds (plateau.action is Stop) after 2/10 rounds; best val_bpb=1.0 (R0)",
+				},
+			},
+			want: view{
+				Phase: v1alpha1.PhaseSucceeded, Message: "done: plateau, no improvement in the last 2 rounds (plateau.action is Stop) after 2/10 rounds; best val_bpb=1.0 (R0)",
+				Best: baseBest, CompletedRounds: 2, LastVerdict: v1alpha1.VerdictEvalFailed, ConsecutiveNonImprovements: 2,
+				Conditions: map[string]string{"Succeeded": "True/Plateau", "Degraded": "True/Plateau"},
 			},
 		},
 		"plateau warns once per window": {
@@ -249,6 +273,12 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 		d.round("1.1")
 		d.next(Observation{Kind: ObserveFinished, Round: 1, Commit: "ledger1"})
 	}
+	plateauStopped := func(d *driver) {
+		d.spec.Plateau = &v1alpha1.PlateauSpec{Rounds: 1, Action: v1alpha1.PlateauStop}
+		d.start()
+		d.round("1.1")
+		d.next(Observation{Kind: ObserveFinished, Round: 1, Commit: "ledger1"})
+	}
 	cases := map[string]struct {
 		setup       []func(*driver)
 		obs         Observation
@@ -260,6 +290,18 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 		// the final ledger from the branch.
 		"raised after completion continues with the next round from the final ledger": {
 			setup:       []func(*driver){finished, maxRounds(3)},
+			obs:         tick(),
+			wantActions: []Action{{Type: ActionRunResearcher, Round: 2, BaseCommit: "ledger1"}},
+			want: view{
+				Phase: v1alpha1.PhaseRunning, Round: 2, Message: "R2 S1: Researcher — improve val_bpb on train.py",
+				Succeeded: map[string]string{"Succeeded": "False/NotFinished"},
+			},
+		},
+		"a plateau that stopped the loop continues when its action becomes Warn": {
+			setup: []func(*driver){
+				plateauStopped,
+				func(d *driver) { d.spec.Plateau.Action = v1alpha1.PlateauWarn },
+			},
 			obs:         tick(),
 			wantActions: []Action{{Type: ActionRunResearcher, Round: 2, BaseCommit: "ledger1"}},
 			want: view{

@@ -88,7 +88,7 @@ func TestDefaultSpec(t *testing.T) {
 		MinDelta, NoiseFactor, Atol, Rtol               v1alpha1.NonNegativeDecimal
 	}
 	want := defaults{5, 20, 1, 0, "0", "2", "1e-5", "1.3e-6"}
-	got := defaults{spec.PlateauRounds, spec.HistoryLimit, spec.Baseline.Runs, *spec.Train.GPUs,
+	got := defaults{spec.Plateau.Rounds, spec.HistoryLimit, spec.Baseline.Runs, *spec.Train.GPUs,
 		spec.Acceptance.MinDelta, spec.Acceptance.NoiseFactor, spec.KernelTargets[0].Atol, spec.KernelTargets[0].Rtol}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
