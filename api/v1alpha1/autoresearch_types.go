@@ -55,6 +55,12 @@ type AutoResearchSpec struct {
 	// +optional
 	Acceptance AcceptanceSpec `json:"acceptance"`
 
+	// budget caps what the experiment may spend; the loop stops before a
+	// round that would go past one, with reason BudgetExhausted. Raising
+	// the budget continues it.
+	// +optional
+	Budget *BudgetSpec `json:"budget,omitempty"`
+
 	// plateau says when rounds without improvement make a plateau, and
 	// whether the experiment then warns and goes on or stops.
 	// +optional
@@ -150,6 +156,37 @@ type BaselineSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=20
 	Runs int32 `json:"runs,omitempty"`
+}
+
+// BudgetSpec caps what an experiment spends. A round starts only when
+// what is used plus what a round has used on average stays within every
+// budget set.
+// +kubebuilder:validation:MinProperties=1
+type BudgetSpec struct {
+	// deadline is the wall-clock time after which no round starts.
+	// +optional
+	Deadline *metav1.Time `json:"deadline,omitempty"`
+
+	// gpuHours caps the GPU time of training and evaluation (GPUs × hours),
+	// as a decimal string.
+	// +optional
+	GPUHours NonNegativeDecimal `json:"gpuHours,omitempty"`
+
+	// researcherTokens caps the tokens (input and output) the Researchers
+	// report.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ResearcherTokens int64 `json:"researcherTokens,omitempty"`
+
+	// cost caps the spend in US dollars, as a decimal string: what the
+	// Researchers report plus GPU hours at gpuHourPrice.
+	// +optional
+	Cost NonNegativeDecimal `json:"cost,omitempty"`
+
+	// gpuHourPrice is the price of one GPU for an hour in US dollars, as a
+	// decimal string; without it GPU time costs nothing.
+	// +optional
+	GPUHourPrice NonNegativeDecimal `json:"gpuHourPrice,omitempty"`
 }
 
 // PlateauAction is what a plateau does.
@@ -622,6 +659,7 @@ const (
 	ReasonRoundRestarted   = "RoundRestarted"
 	ReasonInvalidSpec      = "InvalidSpec"
 	ReasonStepWaiting      = "StepWaiting"
+	ReasonBudgetExhausted  = "BudgetExhausted"
 )
 
 // AutoResearchStatus is the loop's progress. It stays small: the full ledger
@@ -1002,6 +1040,12 @@ type Usage struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	Cost string `json:"cost,omitempty"`
+	// budget says what is used of each budget set, as "used of budget".
+	// +optional
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=atomic
+	// +kubebuilder:validation:items:MaxLength=256
+	Budget []string `json:"budget,omitempty"`
 }
 
 // +kubebuilder:object:root=true

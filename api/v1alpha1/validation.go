@@ -58,14 +58,8 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	errs = append(errs, s.Acceptance.MinDelta.Validate(p.Child("acceptance", "minDelta"))...)
 	errs = append(errs, s.Acceptance.NoiseFactor.Validate(p.Child("acceptance", "noiseFactor"))...)
 	errs = append(errs, s.Acceptance.MinImprovement.Validate(p.Child("acceptance", "minImprovement"))...)
-	if pl := s.Plateau; pl != nil {
-		if pl.Rounds < 0 || pl.Rounds > 10000 {
-			errs = append(errs, field.Invalid(p.Child("plateau", "rounds"), pl.Rounds, "must be between 1 and 10000"))
-		}
-		if pl.Action != "" && pl.Action != PlateauWarn && pl.Action != PlateauStop {
-			errs = append(errs, field.NotSupported(p.Child("plateau", "action"), pl.Action, []PlateauAction{PlateauWarn, PlateauStop}))
-		}
-	}
+	errs = append(errs, s.Budget.validate(p.Child("budget"))...)
+	errs = append(errs, s.Plateau.validate(p.Child("plateau"))...)
 	for i, f := range s.Fixed.Files {
 		errs = append(errs, f.Validate(p.Child("fixed", "files").Index(i))...)
 	}
@@ -369,4 +363,40 @@ func (s *AutoResearchSpec) EpochLimitString() string {
 		return ""
 	}
 	return strconv.Itoa(int(s.Fixed.EpochLimit))
+}
+
+func (b *BudgetSpec) validate(p *field.Path) field.ErrorList {
+	if b == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if b.Deadline == nil && b.GPUHours == "" && b.ResearcherTokens == 0 && b.Cost == "" {
+		errs = append(errs, field.Required(p, "set deadline, gpuHours, researcherTokens or cost, or leave budget out"))
+	}
+	for _, d := range []struct {
+		name  string
+		value NonNegativeDecimal
+	}{{"gpuHours", b.GPUHours}, {"cost", b.Cost}, {"gpuHourPrice", b.GPUHourPrice}} {
+		if d.value != "" {
+			errs = append(errs, d.value.Validate(p.Child(d.name))...)
+		}
+	}
+	if b.ResearcherTokens < 0 {
+		errs = append(errs, field.Invalid(p.Child("researcherTokens"), b.ResearcherTokens, "must be at least 1"))
+	}
+	return errs
+}
+
+func (pl *PlateauSpec) validate(p *field.Path) field.ErrorList {
+	if pl == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if pl.Rounds < 0 || pl.Rounds > 10000 {
+		errs = append(errs, field.Invalid(p.Child("rounds"), pl.Rounds, "must be between 1 and 10000"))
+	}
+	if pl.Action != "" && pl.Action != PlateauWarn && pl.Action != PlateauStop {
+		errs = append(errs, field.NotSupported(p.Child("action"), pl.Action, []PlateauAction{PlateauWarn, PlateauStop}))
+	}
+	return errs
 }

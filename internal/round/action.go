@@ -8,6 +8,8 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // CurrentAction is the action whose result the loop waits for, as the
@@ -70,10 +72,11 @@ func sample(st *v1alpha1.AutoResearchStatus) int32 {
 // finishAction writes the final ledger of a finished run until its commit
 // is known.
 func finishAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) (Action, bool) {
-	reason := terminationReason(spec, st)
-	if st.LedgerCommit != "" || reason == "" {
+	done := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSucceeded)
+	if st.LedgerCommit != "" || done == nil || done.Status != metav1.ConditionTrue {
 		return Action{}, false
 	}
+	reason := done.Reason
 	status := ledgerCompleted
 	if reason == v1alpha1.ReasonTargetReached {
 		status = ledgerTargetReached

@@ -36,6 +36,7 @@ func Next(in Input) Output {
 		now:  metav1.NewTime(in.Now),
 	}
 	e.handle(in.Observation)
+	e.st.Usage.Budget = budgetLines(e.spec, &e.st)
 	e.st.ObservedGeneration = in.Generation
 	e.refreshConditions(in.Generation)
 	return Output{Status: e.st, Actions: e.actions}

@@ -3,6 +3,7 @@ package round
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -13,9 +14,9 @@ import (
 // The seed's termination rules: the loop ends only when the target is
 // reached or maxRounds rounds are done; a plateau only warns.
 
-func (e *engine) terminationReason() string { return terminationReason(e.spec, &e.st) }
+func (e *engine) terminationReason() string { return terminationReason(e.spec, &e.st, e.now.Time) }
 
-func terminationReason(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) string {
+func terminationReason(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, now time.Time) string {
 	if targetReached(spec, st) {
 		return v1alpha1.ReasonTargetReached
 	}
@@ -24,6 +25,9 @@ func terminationReason(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearc
 	}
 	if p := spec.PlateauOrDefault(); p.Action == v1alpha1.PlateauStop && st.ConsecutiveNonImprovements >= p.Rounds {
 		return v1alpha1.ReasonPlateau
+	}
+	if budgetExhausted(spec, st, now) != "" {
+		return v1alpha1.ReasonBudgetExhausted
 	}
 	return ""
 }
@@ -40,6 +44,8 @@ func (e *engine) finish(reason string) {
 	case v1alpha1.ReasonPlateau:
 		msg = fmt.Sprintf("done: plateau, no improvement in the last %d rounds (plateau.action is Stop) after %d/%d rounds",
 			e.st.ConsecutiveNonImprovements, e.st.CompletedRounds, e.spec.MaxRounds)
+	case v1alpha1.ReasonBudgetExhausted:
+		msg = fmt.Sprintf("done: %s, after %d/%d rounds", budgetExhausted(e.spec, &e.st, e.now.Time), e.st.CompletedRounds, e.spec.MaxRounds)
 	}
 	if e.st.Best != nil {
 		msg += fmt.Sprintf("; best %s=%s (R%d)", e.spec.Eval.Metric, e.st.Best.Value, e.st.Best.Round)
