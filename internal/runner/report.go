@@ -3,9 +3,7 @@ package runner
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -133,7 +131,7 @@ func (r *reporter) final(l *Local, a round.Action, ledger workspace.Ledger) {
 	if b := st.Baseline; b != nil {
 		r.printf("- Baseline: %s = %s\n", m, b.Value)
 		if st.Best != nil {
-			r.printf("- Improvement: %s\n", improvement(b.Value, st.Best.Value))
+			r.printf("- Improvement: %s\n", metric.Improvement(b.Value, st.Best.Value))
 		}
 	}
 	r.printf("- Rounds: %d / %d\n", st.CompletedRounds, l.spec.MaxRounds)
@@ -159,22 +157,4 @@ func verdictSummary(counts map[v1alpha1.Verdict]int32) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// improvement is the change from the baseline to the best, with its share.
-func improvement(baseline, best string) string {
-	b, errB := metric.ParseDecimal(baseline)
-	v, errV := metric.ParseDecimal(best)
-	if errB != nil || errV != nil {
-		return "—"
-	}
-	delta, _ := strconv.ParseFloat(strconv.FormatFloat(v-b, 'g', 6, 64), 64)
-	text := metric.Format(delta)
-	if delta > 0 {
-		text = "+" + text
-	}
-	if b != 0 {
-		text += fmt.Sprintf(" (%+.1f%%)", 100*delta/math.Abs(b))
-	}
-	return text
 }
