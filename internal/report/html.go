@@ -73,4 +73,3 @@ func (r Report) HTML(w io.Writer, png []byte) error {
 		Plot: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png)), //nolint:gosec // see above
 	})
 }
-

@@ -74,29 +74,53 @@ func (r Report) Plot() (*plot.Plot, error) {
 	p.Legend.Top = true
 	p.Legend.Padding = vg.Points(2)
 	p.Add(plotter.NewGrid())
+	strip := r.axes(p)
+	for _, add := range []func(*plot.Plot) error{r.addBaseline, r.addTarget, r.addStairs} {
+		if err := add(p); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.addRounds(p, strip); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
 
-	lastRound := 1.0
+// lastRound is the plot's last round, at least 1.
+func (r Report) lastRound() float64 {
+	last := 1.0
+	for _, rd := range r.Rounds {
+		last = math.Max(last, float64(rd.Round))
+	}
+	return last
+}
+
+// baseline returns the baseline value and its noise; ok is false without one.
+func (r Report) baseline() (value, noise float64, ok bool) {
+	if b := r.Baseline; b != nil {
+		value, ok = number(b.Value)
+		noise, _ = number(b.Stddev)
+	}
+	return value, noise, ok
+}
+
+// axes sets the ranges and ticks to hold every value, the baseline band
+// and the target, and returns the height of the strip below the data where
+// rounds without a value sit.
+func (r Report) axes(p *plot.Plot) (strip float64) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	widen := func(v float64) { lo, hi = math.Min(lo, v), math.Max(hi, v) }
 	for _, rd := range r.Rounds {
-		lastRound = math.Max(lastRound, float64(rd.Round))
 		if v, ok := number(rd.Value); ok {
 			widen(v)
 		}
 	}
-	baseline, haveBaseline := 0.0, false
-	noise := 0.0
-	if b := r.Baseline; b != nil {
-		baseline, haveBaseline = number(b.Value)
-		noise, _ = number(b.Stddev)
+	if b, noise, ok := r.baseline(); ok {
+		widen(b - noise)
+		widen(b + noise)
 	}
-	target, haveTarget := number(r.Target)
-	if haveBaseline {
-		widen(baseline - noise)
-		widen(baseline + noise)
-	}
-	if haveTarget {
-		widen(target)
+	if t, ok := number(r.Target); ok {
+		widen(t)
 	}
 	if math.IsInf(lo, 0) {
 		lo, hi = 0, 1
@@ -105,46 +129,64 @@ func (r Report) Plot() (*plot.Plot, error) {
 	if span == 0 {
 		span = math.Max(math.Abs(hi), 1)
 	}
-	// Rounds without a value sit on a strip below the data.
-	strip := lo - 0.08*span
+	strip = lo - 0.08*span
 	p.Y.Min, p.Y.Max = strip-0.04*span, hi+0.08*span
-	p.X.Min, p.X.Max = -0.5, lastRound+0.5
-	if lastRound <= 30 {
+	last := r.lastRound()
+	p.X.Min, p.X.Max = -0.5, last+0.5
+	if last <= 30 {
 		var ticks []plot.Tick
-		for i := 0; i <= int(lastRound); i++ {
+		for i := 0; i <= int(last); i++ {
 			ticks = append(ticks, plot.Tick{Value: float64(i), Label: fmt.Sprint(i)})
 		}
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	}
+	return strip
+}
 
-	if haveBaseline {
-		if noise > 0 {
-			band, err := plotter.NewPolygon(plotter.XYs{
-				{X: p.X.Min, Y: baseline - noise}, {X: p.X.Max, Y: baseline - noise},
-				{X: p.X.Max, Y: baseline + noise}, {X: p.X.Min, Y: baseline + noise},
-			})
-			if err != nil {
-				return nil, err
-			}
-			band.Color = color.RGBA{R: 0xdd, G: 0xdd, B: 0xdd, A: 0xff}
-			band.LineStyle.Width = 0
-			p.Add(band)
-			p.Legend.Add("baseline noise (±1σ)", band)
-		}
-		line, err := horizontal(p, baseline, grey)
-		if err != nil {
-			return nil, err
-		}
-		p.Legend.Add("baseline mean", line)
+// addBaseline draws the baseline and, when it was measured more than once
+// with some spread, its ±1σ band.
+func (r Report) addBaseline(p *plot.Plot) error {
+	b, noise, ok := r.baseline()
+	if !ok {
+		return nil
 	}
-	if haveTarget {
-		line, err := horizontal(p, target, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff})
+	if noise > 0 {
+		band, err := plotter.NewPolygon(plotter.XYs{
+			{X: p.X.Min, Y: b - noise}, {X: p.X.Max, Y: b - noise},
+			{X: p.X.Max, Y: b + noise}, {X: p.X.Min, Y: b + noise},
+		})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		p.Legend.Add("target", line)
+		band.Color = color.RGBA{R: 0xdd, G: 0xdd, B: 0xdd, A: 0xff}
+		band.LineStyle.Width = 0
+		p.Add(band)
+		p.Legend.Add("baseline noise (±1σ)", band)
 	}
+	line, err := horizontal(p, b, grey)
+	if err != nil {
+		return err
+	}
+	p.Legend.Add("baseline mean", line)
+	return nil
+}
 
+func (r Report) addTarget(p *plot.Plot) error {
+	t, ok := number(r.Target)
+	if !ok {
+		return nil
+	}
+	line, err := horizontal(p, t, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff})
+	if err != nil {
+		return err
+	}
+	p.Legend.Add("target", line)
+	return nil
+}
+
+// addStairs draws the running best through the kept rounds, each step
+// labelled with its round and strategy.
+func (r Report) addStairs(p *plot.Plot) error {
 	var stairs plotter.XYs
 	var kept plotter.XYLabels
 	for _, rd := range r.Rounds {
@@ -160,32 +202,52 @@ func (r Report) Plot() (*plot.Plot, error) {
 			kept.Labels = append(kept.Labels, fmt.Sprintf("R%d %s", rd.Round, text.Truncate(rd.Strategy, labelBytes)))
 		}
 	}
-	if len(stairs) > 0 {
-		stairs = append(stairs, plotter.XY{X: lastRound, Y: stairs[len(stairs)-1].Y})
-		line, err := plotter.NewLine(stairs)
-		if err != nil {
-			return nil, err
-		}
-		line.StepStyle = plotter.PostStep
-		line.Color = green
-		line.Width = vg.Points(1.5)
-		p.Add(line)
-		p.Legend.Add("best so far", line)
+	if len(stairs) == 0 {
+		return nil
 	}
+	stairs = append(stairs, plotter.XY{X: r.lastRound(), Y: stairs[len(stairs)-1].Y})
+	line, err := plotter.NewLine(stairs)
+	if err != nil {
+		return err
+	}
+	line.StepStyle = plotter.PostStep
+	line.Color = green
+	line.Width = vg.Points(1.5)
+	p.Add(line)
+	p.Legend.Add("best so far", line)
+	if len(kept.XYs) == 0 {
+		return nil
+	}
+	labels, err := plotter.NewLabels(kept)
+	if err != nil {
+		return err
+	}
+	for i := range labels.TextStyle {
+		labels.TextStyle[i].Font.Size = vg.Points(8)
+		labels.TextStyle[i].Color = green
+	}
+	labels.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(4)}
+	p.Add(labels)
+	return nil
+}
 
+// addRounds draws every round with its verdict's marker; rounds without a
+// value sit on the strip.
+func (r Report) addRounds(p *plot.Plot, strip float64) error {
 	byVerdict := map[v1alpha1.Verdict]plotter.XYs{}
 	var others plotter.XYs
 	// A verdict whose rounds all sit on the strip says so in the legend.
 	valued := map[v1alpha1.Verdict]bool{}
 	for _, rd := range r.Rounds {
+		v := v1alpha1.Verdict(rd.Verdict)
 		y, ok := number(rd.Value)
 		if !ok {
 			y = strip
 		}
-		valued[v1alpha1.Verdict(rd.Verdict)] = valued[v1alpha1.Verdict(rd.Verdict)] || ok
+		valued[v] = valued[v] || ok
 		pt := plotter.XY{X: float64(rd.Round), Y: y}
-		if _, known := markerOf(v1alpha1.Verdict(rd.Verdict)); known {
-			byVerdict[v1alpha1.Verdict(rd.Verdict)] = append(byVerdict[v1alpha1.Verdict(rd.Verdict)], pt)
+		if _, known := markerOf(v); known {
+			byVerdict[v] = append(byVerdict[v], pt)
 		} else {
 			others = append(others, pt)
 		}
@@ -196,26 +258,10 @@ func (r Report) Plot() (*plot.Plot, error) {
 			name += " (no value)"
 		}
 		if err := scatter(p, name, byVerdict[m.verdict], m.marker); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := scatter(p, "other failure", others, otherFailure); err != nil {
-		return nil, err
-	}
-
-	if len(kept.XYs) > 0 {
-		labels, err := plotter.NewLabels(kept)
-		if err != nil {
-			return nil, err
-		}
-		for i := range labels.TextStyle {
-			labels.TextStyle[i].Font.Size = vg.Points(8)
-			labels.TextStyle[i].Color = green
-		}
-		labels.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(4)}
-		p.Add(labels)
-	}
-	return p, nil
+	return scatter(p, "other failure", others, otherFailure)
 }
 
 func markerOf(v v1alpha1.Verdict) (marker, bool) {

@@ -36,18 +36,18 @@ type Report struct {
 	Target           string             `json:"target,omitempty"`
 	Phase            v1alpha1.Phase     `json:"phase,omitempty"`
 	// StopReason is why a finished run stopped, such as MaxRoundsReached.
-	StopReason      string                      `json:"stopReason,omitempty"`
-	Message         string                      `json:"message,omitempty"`
-	CompletedRounds int32                       `json:"completedRounds"`
-	MaxRounds       int32                       `json:"maxRounds"`
-	Baseline        *v1alpha1.BaselineResult    `json:"baseline,omitempty"`
-	Best            *v1alpha1.BestResult        `json:"best,omitempty"`
-	Improvement     string                      `json:"improvement,omitempty"`
-	VerdictCounts   map[v1alpha1.Verdict]int32  `json:"verdictCounts,omitempty"`
-	Usage           v1alpha1.Usage              `json:"usage"`
-	Guidance        []string                    `json:"guidance,omitempty"`
-	Rounds          []Round                     `json:"rounds"`
-	CurrentRound    *v1alpha1.RoundStatus       `json:"currentRound,omitempty"`
+	StopReason      string                     `json:"stopReason,omitempty"`
+	Message         string                     `json:"message,omitempty"`
+	CompletedRounds int32                      `json:"completedRounds"`
+	MaxRounds       int32                      `json:"maxRounds"`
+	Baseline        *v1alpha1.BaselineResult   `json:"baseline,omitempty"`
+	Best            *v1alpha1.BestResult       `json:"best,omitempty"`
+	Improvement     string                     `json:"improvement,omitempty"`
+	VerdictCounts   map[v1alpha1.Verdict]int32 `json:"verdictCounts,omitempty"`
+	Usage           v1alpha1.Usage             `json:"usage"`
+	Guidance        []string                   `json:"guidance,omitempty"`
+	Rounds          []Round                    `json:"rounds"`
+	CurrentRound    *v1alpha1.RoundStatus      `json:"currentRound,omitempty"`
 }
 
 // Round is one finished round: its ledger row, and what the status
