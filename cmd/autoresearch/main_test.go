@@ -141,7 +141,7 @@ func TestCommandsExplainTheirMistakes(t *testing.T) {
 		args []string
 		want []string
 	}{
-		"no experiment file": {[]string{"status", "-f", missing}, []string{"no experiment file", "autoresearch import", "examples/tiny-lm-go/experiment.yaml"}},
+		"no experiment file":  {[]string{"status", "-f", missing}, []string{"no experiment file", "autoresearch import", "examples/tiny-lm-go/experiment.yaml"}},
 		"a note without text": {[]string{"note", "-f", missing}, []string{"give the note's text", "Usage: autoresearch note -f experiment.yaml"}},
 		"an unknown format":   {[]string{"status", "-f", missing, "-o", "xml"}, []string{"-o json or -o yaml"}},
 	}
