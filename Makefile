@@ -75,7 +75,7 @@ build: ## Build the autoresearch binary into bin/.
 	go build -o $(LOCALBIN)/autoresearch ./cmd/autoresearch
 
 .PHONY: demo
-demo: build ## Run the bundled tiny-lm-go example for six rounds with the scripted Researcher.
+demo: build ## Run the bundled tiny-lm-go example for six rounds with the scripted Researcher, then write its report to .demo/report.
 	@rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/repo
 	@cp -r examples/tiny-lm-go/. $(DEMO_DIR)/repo/
 	@rm -rf $(DEMO_DIR)/repo/data $(DEMO_DIR)/repo/ckpt
@@ -86,6 +86,8 @@ demo: build ## Run the bundled tiny-lm-go example for six rounds with the script
 	PATH="$(LOCALBIN):$$PATH" autoresearch run -f $(DEMO_DIR)/repo/experiment.yaml --worktree $(DEMO_DIR)/worktree
 	@echo
 	PATH="$(LOCALBIN):$$PATH" autoresearch status -f $(DEMO_DIR)/repo/experiment.yaml --worktree $(DEMO_DIR)/worktree
+	@echo
+	PATH="$(LOCALBIN):$$PATH" autoresearch report -f $(DEMO_DIR)/repo/experiment.yaml --worktree $(DEMO_DIR)/worktree -o $(DEMO_DIR)/report
 
 ##@ Tools
 

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 )
 
@@ -102,6 +104,74 @@ func TestRunStatusNote(t *testing.T) {
 	for _, want := range []string{"Phase:      Succeeded", "Best:       score=20 (round 1", "Baseline:   score=10", "try a cosine schedule", "double SCORE"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, err = execute(t, "status", "-f", file, "--worktree", wt, "-o", "json")
+	var st v1alpha1.AutoResearchStatus
+	if err != nil || json.Unmarshal([]byte(out), &st) != nil || st.Phase != v1alpha1.PhaseSucceeded || st.Best == nil || st.Best.Value != "20" {
+		t.Errorf("status -o json: %v\n%s", err, out)
+	}
+	out, err = execute(t, "status", "-f", file, "--worktree", wt, "-o", "yaml")
+	if err != nil || !strings.Contains(out, "phase: Succeeded\n") {
+		t.Errorf("status -o yaml: %v\n%s", err, out)
+	}
+
+	out, err = execute(t, "run", "-f", file, "--worktree", wt)
+	if err != nil || !strings.Contains(out, "toy is already finished") || !strings.Contains(out, "raise spec.maxRounds (now 1)") {
+		t.Errorf("run of a finished experiment: %v, want it to say how to continue\n%s", err, out)
+	}
+
+	dir := filepath.Join(t.TempDir(), "report")
+	out, err = execute(t, "report", "-f", file, "--worktree", wt, "-o", dir)
+	if err != nil || !strings.Contains(out, dir) {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	md := gittest.ReadFile(t, filepath.Join(dir, "report.md"))
+	for _, want := range []string{"Does a higher SCORE help?", "| 1 | improved | 20 | 20 | double SCORE |", "-SCORE=10\n+SCORE=20"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestCommandsExplainTheirMistakes(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "experiment.yaml")
+	cases := map[string]struct {
+		args []string
+		want []string
+	}{
+		"no experiment file":  {[]string{"status", "-f", missing}, []string{"no experiment file", "autoresearch import", "examples/tiny-lm-go/experiment.yaml"}},
+		"a note without text": {[]string{"note", "-f", missing}, []string{"give the note's text", "Usage: autoresearch note -f experiment.yaml"}},
+		"an unknown format":   {[]string{"status", "-f", missing, "-o", "xml"}, []string{"-o json or -o yaml"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := execute(t, tc.args...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q: %v", want, err)
+				}
+			}
+		})
+	}
+}
+
+func TestStatusTableAlignsWideCharacters(t *testing.T) {
+	out := &strings.Builder{}
+	writeTable(out, [][]string{{"ROUND", "COMPLIANCE", "RESULT"}, {"0", "✅", "x=1"}, {"1", "❌ files", "—"}})
+	want := "ROUND  COMPLIANCE  RESULT\n" +
+		"0      ✅          x=1\n" +
+		"1      ❌ files    —\n"
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out, want)
+	}
+	for s, w := range map[string]int{"abc": 3, "✅": 2, "❌ x": 4, "—": 1, "☑️": 1} {
+		if got := displayWidth(s); got != w {
+			t.Errorf("displayWidth(%q) = %d, want %d", s, got, w)
 		}
 	}
 }

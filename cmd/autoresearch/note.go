@@ -12,7 +12,12 @@ func newNoteCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   `note -f experiment.yaml "try a cosine schedule"`,
 		Short: "Add guidance for the next Researcher; the round that sees it records it in its Note column",
-		Args:  cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("give the note's text\nUsage: autoresearch %s", cmd.Use)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			x, err := flags.load(cmd.Context())
 			if err != nil {

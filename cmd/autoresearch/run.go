@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -26,6 +28,9 @@ func (f *experimentFlags) register(cmd *cobra.Command) {
 }
 
 func (f *experimentFlags) load(ctx context.Context) (*runner.Experiment, error) {
+	if _, err := os.Stat(f.file); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no experiment file %s: point -f at one, write one from a protocol with `autoresearch import autoresearch-protocol.md -o %s`, or start from a bundled example such as examples/tiny-lm-go/experiment.yaml", f.file, f.file)
+	}
 	return runner.LoadExperiment(ctx, f.file, f.worktree)
 }
 

@@ -1,24 +1,34 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
+	"unicode"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/text/width"
+	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
 )
 
 func newStatusCommand() *cobra.Command {
-	var flags experimentFlags
+	var (
+		flags  experimentFlags
+		output string
+	)
 	cmd := &cobra.Command{
-		Use:   "status -f experiment.yaml",
+		Use:   "status -f experiment.yaml [-o json|yaml]",
 		Short: "Print the experiment's state: phase, round, best, and the per-round table",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "" && output != "json" && output != "yaml" {
+				return fmt.Errorf("unknown output format %q: use -o json or -o yaml, or leave -o out for the table", output)
+			}
 			x, err := flags.load(cmd.Context())
 			if err != nil {
 				return err
@@ -28,14 +38,32 @@ func newStatusCommand() *cobra.Command {
 				return err
 			}
 			if !ok {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s has not started: run `autoresearch run -f %s`.\n", x.Object.Name, flags.file)
+				msg := fmt.Sprintf("%s has not started: run `autoresearch run -f %s`", x.Object.Name, flags.file)
+				if output != "" {
+					return errors.New(msg)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), msg+".")
 				return nil
 			}
-			_, err = io.WriteString(cmd.OutOrStdout(), formatStatus(x, saved))
+			var out []byte
+			switch output {
+			case "json":
+				out, err = json.MarshalIndent(saved.Status, "", "  ")
+				out = append(out, '\n')
+			case "yaml":
+				out, err = yaml.Marshal(saved.Status)
+			default:
+				out = []byte(formatStatus(x, saved))
+			}
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(out)
 			return err
 		},
 	}
 	flags.register(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "", "print the status object as json or yaml instead of the table")
 	return cmd
 }
 
@@ -97,14 +125,53 @@ func formatStatus(x *runner.Experiment, saved runner.Saved) string {
 		}
 	}
 	fmt.Fprintln(out)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROUND\tCOMPLIANCE\tRESULT\tVERDICT\tSTRATEGY\tINSIGHT\tNOTE")
+	table := [][]string{{"ROUND", "COMPLIANCE", "RESULT", "VERDICT", "STRATEGY", "INSIGHT", "NOTE"}}
 	for _, r := range saved.Ledger.Rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Round, cell(r.Compliance, 30), cell(r.Result, 24), cell(r.Verdict, 18), cell(r.Strategy, 40), cell(r.Insight, 60), cell(r.Note, 30))
+		table = append(table, []string{strconv.Itoa(r.Round), cell(r.Compliance, 30), cell(r.Result, 24), cell(r.Verdict, 18), cell(r.Strategy, 40), cell(r.Insight, 60), cell(r.Note, 30)})
 	}
-	// Flushing into a strings.Builder cannot fail.
-	_ = tw.Flush()
+	writeTable(out, table)
 	return out.String()
+}
+
+// writeTable writes rows in columns two spaces apart, padded by the width
+// a terminal gives each cell, so that ✅ and ❌, two columns wide, keep the
+// columns after them aligned. text/tabwriter counts them as one.
+func writeTable(out *strings.Builder, rows [][]string) {
+	var widths []int
+	for _, row := range rows {
+		for i, c := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], displayWidth(c))
+		}
+	}
+	for _, row := range rows {
+		for i, c := range row {
+			out.WriteString(c)
+			if i < len(row)-1 {
+				out.WriteString(strings.Repeat(" ", widths[i]-displayWidth(c)+2))
+			}
+		}
+		out.WriteString("\n")
+	}
+}
+
+// displayWidth is how many terminal columns s takes: two for East Asian
+// wide and full-width characters (emoji among them), none for combining
+// marks and format characters such as the emoji variation selector.
+func displayWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
+		case width.LookupRune(r).Kind() == width.EastAsianWide, width.LookupRune(r).Kind() == width.EastAsianFullwidth:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // cell shortens a table cell to n characters.

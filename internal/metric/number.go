@@ -115,3 +115,23 @@ func numberValue(raw string) (float64, error) {
 	}
 	return strconv.ParseFloat(raw, 64)
 }
+
+// Improvement is the change from a baseline to a best value, both decimal
+// strings, with its share of the baseline: "-0.1 (-10.0%)". It is "—" when
+// either is not a number.
+func Improvement(baseline, best string) string {
+	b, errB := ParseDecimal(baseline)
+	v, errV := ParseDecimal(best)
+	if errB != nil || errV != nil {
+		return "—"
+	}
+	delta, _ := strconv.ParseFloat(strconv.FormatFloat(v-b, 'g', 6, 64), 64)
+	text := Format(delta)
+	if delta > 0 {
+		text = "+" + text
+	}
+	if b != 0 {
+		text += fmt.Sprintf(" (%+.1f%%)", 100*delta/math.Abs(b))
+	}
+	return text
+}

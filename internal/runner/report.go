@@ -2,11 +2,12 @@ package runner
 
 import (
 	"fmt"
+
 	"io"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
@@ -20,6 +21,8 @@ import (
 // final report.
 type reporter struct {
 	w io.Writer
+	// finished says the final report was printed by this run.
+	finished bool
 }
 
 // printf writes to the user's terminal (or whatever Options.Out is). The
@@ -39,7 +42,11 @@ func (r *reporter) start(l *Local) {
 	if st.Workspace == nil {
 		next = 0
 	}
-	r.printf("Starting autoresearch: %s Round %d/%d. Baseline: %s = %s.\n", strings.TrimSpace(s.ResearchQuestion), next, s.MaxRounds, s.Eval.Metric, baseline)
+	round := fmt.Sprintf("Round %d/%d", next, s.MaxRounds)
+	if next > s.MaxRounds {
+		round = fmt.Sprintf("%d/%d rounds done", st.CompletedRounds, s.MaxRounds)
+	}
+	r.printf("Starting autoresearch: %s %s. Baseline: %s = %s.\n", strings.TrimSpace(s.ResearchQuestion), round, s.Eval.Metric, baseline)
 	r.printf("Worktree: %s (branch autoresearch/%s)\n", l.x.Worktree, l.x.Object.Name)
 }
 
@@ -120,12 +127,20 @@ func (r *reporter) stopped(l *Local, stopping bool) {
 		r.printf("\nStopped after the current step (%s). Run the same command again to resume.\n", st.Message)
 	case st.Phase == v1alpha1.PhaseSuspended:
 		r.printf("\nSuspended (spec.suspend is true): %s. Set suspend to false and run again to continue.\n", st.Message)
+	case st.Phase == v1alpha1.PhaseSucceeded && !r.finished:
+		change := fmt.Sprintf("raise spec.maxRounds (now %d)", l.spec.MaxRounds)
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSucceeded); c != nil && c.Reason == v1alpha1.ReasonTargetReached {
+			change = fmt.Sprintf("set a more ambitious spec.target (now %s) or remove it", l.spec.Target)
+		}
+		r.printf("\n%s is already finished (%s). To continue, %s in %s and run again; `autoresearch note` gives the next rounds guidance, and `autoresearch report` writes the report.\n",
+			l.x.Object.Name, st.Message, change, l.x.File)
 	}
 }
 
 // final is the seed's final report.
 func (r *reporter) final(l *Local, a round.Action, ledger workspace.Ledger) {
 	m, st := l.spec.Eval.Metric, l.status
+	r.finished = true
 	r.printf("\n# Autoresearch Complete\n\n## Result\n")
 	if b := st.Best; b != nil {
 		r.printf("- Best: %s = %s (Round %d)\n", m, b.Value, b.Round)
@@ -133,7 +148,7 @@ func (r *reporter) final(l *Local, a round.Action, ledger workspace.Ledger) {
 	if b := st.Baseline; b != nil {
 		r.printf("- Baseline: %s = %s\n", m, b.Value)
 		if st.Best != nil {
-			r.printf("- Improvement: %s\n", improvement(b.Value, st.Best.Value))
+			r.printf("- Improvement: %s\n", metric.Improvement(b.Value, st.Best.Value))
 		}
 	}
 	r.printf("- Rounds: %d / %d\n", st.CompletedRounds, l.spec.MaxRounds)
@@ -159,22 +174,4 @@ func verdictSummary(counts map[v1alpha1.Verdict]int32) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// improvement is the change from the baseline to the best, with its share.
-func improvement(baseline, best string) string {
-	b, errB := metric.ParseDecimal(baseline)
-	v, errV := metric.ParseDecimal(best)
-	if errB != nil || errV != nil {
-		return "—"
-	}
-	delta, _ := strconv.ParseFloat(strconv.FormatFloat(v-b, 'g', 6, 64), 64)
-	text := metric.Format(delta)
-	if delta > 0 {
-		text = "+" + text
-	}
-	if b != 0 {
-		text += fmt.Sprintf(" (%+.1f%%)", 100*delta/math.Abs(b))
-	}
-	return text
 }
