@@ -342,7 +342,7 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 	if a.Type == round.ActionRunEval {
 		command, image, limit = s.Eval.Command, b.evalImage(), s.EvalTimeout()
 		opts.Timeout = limit + wrapperBuffer
-		opts.Metric, opts.Pattern = s.Eval.Metric, s.Eval.Pattern
+		opts.Metric, opts.Pattern, opts.Readings = s.Eval.Metric, s.Eval.Pattern, s.Eval.ConstraintReadings()
 		if a.Round > 0 {
 			// Round 0 runs the code as the workspace was hashed.
 			opts.FixedHashesFile = path.Join(hashesMount, hashesKey)

@@ -250,7 +250,7 @@ func observeGPUStep(a round.Action, job *batchv1.Job, pods []*corev1.Pod) round.
 	var res steps.EvalResult
 	exit := observeJob(job, pods, &res.ProcessResult, &res)
 	obs.Kind = round.ObserveEvalFinished
-	obs.Eval = &round.EvalResult{Exit: exit, Found: res.Found, Value: res.Value, FixedFilesChanged: res.FixedFilesChanged}
+	obs.Eval = &round.EvalResult{Exit: exit, Found: res.Found, Value: res.Value, FixedFilesChanged: res.FixedFilesChanged, Readings: res.Readings}
 	return obs
 }
 

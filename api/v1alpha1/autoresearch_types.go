@@ -388,6 +388,34 @@ type EvalSpec struct {
 	// timeout bounds the evaluation; defaults to the training time limit.
 	// +optional
 	Timeout *Duration `json:"timeout,omitempty"`
+
+	// constraints are limits on secondary readings the evaluation prints
+	// (`memory_gb: 38.2`): a candidate that breaks one, or whose evaluation
+	// does not print the reading, is constraint_failed whatever its metric.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=metric
+	Constraints []EvalConstraint `json:"constraints,omitempty"`
+}
+
+// EvalConstraint is a limit on one reading of the evaluation's output.
+// +kubebuilder:validation:XValidation:rule="has(self.min) || has(self.max)",message="set min, max or both"
+type EvalConstraint struct {
+	// metric is the name of the reading, printed as `name: value`.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.\-]*$`
+	// +required
+	Metric string `json:"metric,omitempty"`
+
+	// min is the smallest value allowed, as a decimal string.
+	// +optional
+	Min Decimal `json:"min,omitempty"`
+
+	// max is the largest value allowed, as a decimal string.
+	// +optional
+	Max Decimal `json:"max,omitempty"`
 }
 
 // ProfileSpec turns on profile-first mode.
@@ -611,7 +639,7 @@ const (
 )
 
 // Verdict is the outcome of a round.
-// +kubebuilder:validation:Enum=baseline;improved;not_improved;within_noise;no_change;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;researcher_failed
+// +kubebuilder:validation:Enum=baseline;improved;not_improved;within_noise;no_change;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;constraint_failed;researcher_failed
 type Verdict string
 
 const (
@@ -627,6 +655,9 @@ const (
 	VerdictTrainFailed      Verdict = "train_failed"
 	VerdictTrainTimeout     Verdict = "train_timeout"
 	VerdictEvalFailed       Verdict = "eval_failed"
+	// VerdictConstraintFailed: a reading of the evaluation broke one of
+	// spec.eval.constraints.
+	VerdictConstraintFailed Verdict = "constraint_failed"
 	VerdictResearcherFailed Verdict = "researcher_failed"
 )
 
@@ -882,11 +913,18 @@ type CandidateStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	Insight string `json:"insight,omitempty"`
-	// memoryGB is the peak accelerator memory training reported.
+	// memoryGB is the peak accelerator memory training reported, or the
+	// evaluation's memory_gb reading when a constraint asks for it.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	MemoryGB string `json:"memoryGB,omitempty"`
+	// readings are the evaluation's readings that spec.eval.constraints
+	// limit, as "name=value, …".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Readings string `json:"readings,omitempty"`
 	// durations of the candidate's steps.
 	// +optional
 	Durations StepDurations `json:"durations"`
@@ -936,6 +974,12 @@ type RoundRecord struct {
 	// verdict is the round's outcome.
 	// +required
 	Verdict Verdict `json:"verdict,omitempty"`
+	// readings are the evaluation's readings that spec.eval.constraints
+	// limit, as "name=value, …".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Readings string `json:"readings,omitempty"`
 	// insight explains the verdict; every non-improvement has one.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096

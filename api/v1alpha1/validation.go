@@ -151,6 +151,31 @@ func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
 	if e.Timeout != nil {
 		errs = append(errs, e.Timeout.Validate(p.Child("timeout"))...)
 	}
+	return append(errs, validateConstraintsOf(p.Child("constraints"), e.Constraints)...)
+}
+
+func validateConstraintsOf(p *field.Path, constraints []EvalConstraint) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, c := range constraints {
+		cp := p.Index(i)
+		if !metricNameRE.MatchString(c.Metric) {
+			errs = append(errs, field.Invalid(cp.Child("metric"), c.Metric, "must be the name of a reading the eval command prints, such as memory_gb"))
+		}
+		if seen[c.Metric] {
+			errs = append(errs, field.Duplicate(cp.Child("metric"), c.Metric))
+		}
+		seen[c.Metric] = true
+		if c.Min == "" && c.Max == "" {
+			errs = append(errs, field.Required(cp, "set min, max or both"))
+		}
+		if c.Min != "" {
+			errs = append(errs, c.Min.Validate(cp.Child("min"))...)
+		}
+		if c.Max != "" {
+			errs = append(errs, c.Max.Validate(cp.Child("max"))...)
+		}
+	}
 	return errs
 }
 
@@ -327,6 +352,15 @@ func (s *AutoResearchSpec) FrozenChanges(old *AutoResearchSpec) []string {
 		}
 	}
 	return changed
+}
+
+// ConstraintReadings are the names of the readings eval.constraints limit.
+func (e *EvalSpec) ConstraintReadings() []string {
+	var names []string
+	for _, c := range e.Constraints {
+		names = append(names, c.Metric)
+	}
+	return names
 }
 
 // PlateauOrDefault is spec.plateau with its defaults filled in: five rounds,

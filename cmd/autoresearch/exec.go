@@ -31,6 +31,7 @@ type execFlags struct {
 	epochLimit string
 	metric     string
 	pattern    string
+	readings   []string
 	hashesFile string
 	targets    string
 	python     string
@@ -81,6 +82,7 @@ the compliance result of ` + "`workspace check`" + ` given with --compliance.`,
 	fl.StringVar(&f.epochLimit, "epoch-limit", "", "the protocol's epoch limit, passed on as AUTORESEARCH_EPOCH_LIMIT")
 	fl.StringVar(&f.metric, "metric", "", "the metric an evaluation prints")
 	fl.StringVar(&f.pattern, "pattern", "", "a regular expression that finds the metric in an evaluation's output")
+	fl.StringSliceVar(&f.readings, "readings", nil, "the readings of an evaluation's output that constraints limit, comma-separated")
 	fl.StringVar(&f.hashesFile, "fixed-hashes", "", "a JSON object of fixed file → SHA-256 that must hold before an evaluation runs")
 	fl.StringVar(&f.targets, "targets", "", "the kernel parity targets, as the JSON list of spec.kernelTargets")
 	fl.StringVar(&f.python, "python", "python3", "the Python that runs the parity check")
@@ -136,7 +138,7 @@ func (f *execFlags) runCommand(ctx context.Context, cmd *cobra.Command, args []s
 		r.ProcessResult = pr
 		res = &r
 	} else {
-		r, err := supervisor.ReadEvalLog(output, f.metric, f.pattern)
+		r, err := supervisor.ReadEvalLog(output, f.metric, f.pattern, f.readings)
 		if err != nil {
 			return err
 		}

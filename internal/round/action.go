@@ -114,7 +114,7 @@ func promptData(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus
 		FixedFiles:       v1alpha1.Strings(spec.Fixed.Files),
 		VariableFiles:    v1alpha1.Strings(spec.Variable.Files),
 		FixedRegions:     regionLines(st.Workspace),
-		Constraints:      append([]string(nil), spec.Fixed.Constraints...),
+		Constraints:      append(append([]string(nil), spec.Fixed.Constraints...), constraintLines(spec.Eval.Constraints)...),
 		VariableRange:    spec.Variable.Range,
 		TimeLimit:        spec.Fixed.TimeLimit.Duration.String(),
 		EpochLimit:       spec.Fixed.EpochLimit,
@@ -142,6 +142,23 @@ func regionLines(ws *v1alpha1.WorkspaceStatus) []string {
 			line += ": `" + strings.ReplaceAll(r.Begin, "`", "'") + "`"
 		}
 		lines = append(lines, line)
+	}
+	return lines
+}
+
+// constraintLines are spec.eval.constraints as the prompt's fixed
+// conditions.
+func constraintLines(constraints []v1alpha1.EvalConstraint) []string {
+	var lines []string
+	for _, c := range constraints {
+		var limit []string
+		if c.Min != "" {
+			limit = append(limit, "at least "+string(c.Min))
+		}
+		if c.Max != "" {
+			limit = append(limit, "at most "+string(c.Max))
+		}
+		lines = append(lines, fmt.Sprintf("The evaluation's %s reading must be %s, or the round fails as constraint_failed whatever its metric", c.Metric, strings.Join(limit, " and ")))
 	}
 	return lines
 }

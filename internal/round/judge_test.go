@@ -28,6 +28,9 @@ func TestNextVerdicts(t *testing.T) {
 		return func(s *v1alpha1.AutoResearchSpec) { s.Acceptance.MinDelta = v1alpha1.NonNegativeDecimal(v) }
 	}
 	at := func(step v1alpha1.Step) func(*driver) { return func(d *driver) { d.advanceTo(step) } }
+	withConstraints := func(s *v1alpha1.AutoResearchSpec) {
+		s.Eval.Constraints = []v1alpha1.EvalConstraint{{Metric: "memory_gb", Max: "40"}, {Metric: "train_seconds", Min: "10", Max: "300"}}
+	}
 	// noisy sets the measured noise as if round 0 had run several times.
 	noisy := func(stddev string) func(*driver) {
 		return func(d *driver) {
@@ -303,6 +306,42 @@ func TestNextVerdicts(t *testing.T) {
 				Insight: "val_bpb improved from 1.0 (R0) by 0.06", Actions: commit("autoresearch: round 1 — val_bpb=0.94 (improved)"),
 			},
 		},
+		"a reading above its constraint fails the candidate whatever its metric": {
+			spec:  withConstraints,
+			setup: at(v1alpha1.StepEval),
+			obs:   eval(1, EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: true, Value: "0.5", Readings: map[string]string{"memory_gb": "41.5", "train_seconds": "250"}}),
+			want: view{
+				Strategy: "strategy 1", Compliance: "✅", Value: "0.5", Verdict: v1alpha1.VerdictConstraintFailed,
+				Insight: "memory_gb=41.5 is above its limit of 40 (spec.eval.constraints), whatever the metric", Actions: rollback,
+			},
+		},
+		"a reading below its constraint fails the candidate": {
+			spec:  withConstraints,
+			setup: at(v1alpha1.StepEval),
+			obs:   eval(1, EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: true, Value: "0.5", Readings: map[string]string{"memory_gb": "12", "train_seconds": "9"}}),
+			want: view{
+				Strategy: "strategy 1", Compliance: "✅", Value: "0.5", Verdict: v1alpha1.VerdictConstraintFailed,
+				Insight: "train_seconds=9 is below its limit of 10 (spec.eval.constraints), whatever the metric", Actions: rollback,
+			},
+		},
+		"a reading the evaluation did not print fails the candidate": {
+			spec:  withConstraints,
+			setup: at(v1alpha1.StepEval),
+			obs:   eval(1, EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: true, Value: "0.5", Readings: map[string]string{"train_seconds": "250"}}),
+			want: view{
+				Strategy: "strategy 1", Compliance: "✅", Value: "0.5", Verdict: v1alpha1.VerdictConstraintFailed,
+				Insight: "the evaluation printed no memory_gb, which spec.eval.constraints limits", Actions: rollback,
+			},
+		},
+		"readings within their constraints are judged by the metric": {
+			spec:  withConstraints,
+			setup: at(v1alpha1.StepEval),
+			obs:   eval(1, EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: true, Value: "0.9", Readings: map[string]string{"memory_gb": "40", "train_seconds": "250"}}),
+			want: view{
+				Strategy: "strategy 1", Compliance: "✅", Value: "0.9", Verdict: v1alpha1.VerdictImproved,
+				Insight: "val_bpb improved from 1.0 (R0) by 0.1", Actions: commit("autoresearch: round 1 — val_bpb=0.9 (improved)"),
+			},
+		},
 		"minDelta wins over a smaller noise margin": {
 			spec:  minDelta("0.2"),
 			setup: noisy("0.05"),
@@ -355,5 +394,50 @@ func TestNextVerdicts(t *testing.T) {
 				t.Errorf("step = %s %s, want %s Running", cr.Step, cr.StepState, wantStep)
 			}
 		})
+	}
+}
+
+// TestReadingsReachTheLedger: the readings spec.eval.constraints limits end
+// the round's insight in experiences.md, except where they are the verdict's
+// reason already, and memory_gb fills results.tsv's column.
+func TestReadingsReachTheLedger(t *testing.T) {
+	d := newDriver(t, givenBaseline)
+	d.spec.Eval.Constraints = []v1alpha1.EvalConstraint{{Metric: "memory_gb", Max: "40"}}
+	d.start()
+	d.advanceTo(v1alpha1.StepEval)
+	acts := d.next(eval(1, EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: true, Value: "0.9", Readings: map[string]string{"memory_gb": "38.5"}}))
+	if len(acts) != 1 || acts[0].Ledger == nil || acts[0].Ledger.Round == nil {
+		t.Fatalf("actions %+v, want the git step with the round's ledger row", acts)
+	}
+	u := acts[0].Ledger
+	if want := "val_bpb improved from 1.0 (R0) by 0.1 (readings: memory_gb=38.5)"; u.Round.Insight != want {
+		t.Errorf("ledger insight %q, want %q", u.Round.Insight, want)
+	}
+	if u.MemoryGB != "38.5" {
+		t.Errorf("results.tsv memory %q, want the evaluation's reading 38.5", u.MemoryGB)
+	}
+	if r := d.st.CurrentRound.Candidates[0].Readings; r != "memory_gb=38.5" {
+		t.Errorf("candidate readings %q", r)
+	}
+}
+
+// TestConstraintsReachThePrompt: the Researcher is told the limits its
+// candidate is held to.
+func TestConstraintsReachThePrompt(t *testing.T) {
+	d := newDriver(t, givenBaseline)
+	d.spec.Fixed.Constraints = []string{"the seed stays 42"}
+	d.spec.Eval.Constraints = []v1alpha1.EvalConstraint{{Metric: "memory_gb", Max: "40"}, {Metric: "tokens_per_s", Min: "1000"}}
+	d.start()
+	a, ok := CurrentAction(d.spec, &d.st)
+	if !ok || a.Prompt == nil {
+		t.Fatalf("action %+v, want the Researcher's with its prompt", a)
+	}
+	want := []string{
+		"the seed stays 42",
+		"The evaluation's memory_gb reading must be at most 40, or the round fails as constraint_failed whatever its metric",
+		"The evaluation's tokens_per_s reading must be at least 1000, or the round fails as constraint_failed whatever its metric",
+	}
+	if diff := cmp.Diff(want, a.Prompt.Constraints); diff != "" {
+		t.Errorf("prompt constraints (-want +got):\n%s", diff)
 	}
 }

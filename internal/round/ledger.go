@@ -18,7 +18,7 @@ const (
 func roundRecord(cr *v1alpha1.RoundStatus, c *v1alpha1.CandidateStatus) v1alpha1.RoundRecord {
 	return v1alpha1.RoundRecord{
 		Round: cr.Number, Strategy: c.Strategy, Compliance: c.Compliance, ComplianceMessage: c.ComplianceMessage,
-		Value: c.Value, Verdict: c.Verdict, Insight: c.Insight, Note: cr.Note, Durations: c.Durations,
+		Value: c.Value, Verdict: c.Verdict, Readings: c.Readings, Insight: c.Insight, Note: cr.Note, Durations: c.Durations,
 	}
 }
 
@@ -77,11 +77,16 @@ func ledgerUpdate(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStat
 	return u
 }
 
-// ledgerRound is a round's ledger row.
+// ledgerRound is a round's ledger row; its insight ends with the readings
+// spec.eval.constraints limit.
 func ledgerRound(rec v1alpha1.RoundRecord) steps.LedgerRound {
+	insight := rec.Insight
+	if rec.Readings != "" && rec.Verdict != v1alpha1.VerdictConstraintFailed {
+		insight = strings.TrimSpace(insight + " (readings: " + rec.Readings + ")")
+	}
 	return steps.LedgerRound{
 		Round: rec.Round, Strategy: rec.Strategy, Compliance: ComplianceCell(rec.Compliance, rec.ComplianceMessage),
-		Value: rec.Value, Verdict: string(rec.Verdict), Insight: rec.Insight, Note: rec.Note, Commit: rec.Commit,
+		Value: rec.Value, Verdict: string(rec.Verdict), Insight: insight, Note: rec.Note, Commit: rec.Commit,
 	}
 }
 

@@ -201,4 +201,7 @@ type EvalResult struct {
 	// FixedFilesChanged lists fixed files whose hash differs from the start;
 	// the evaluation did not run when it is not empty.
 	FixedFilesChanged []string
+	// Readings are the readings spec.eval.constraints limit, by name, as
+	// the evaluation printed them last; one it did not print is missing.
+	Readings map[string]string
 }

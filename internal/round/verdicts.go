@@ -136,6 +136,15 @@ func (e *engine) evalFinished(r EvalResult) {
 		e.baselineSample(r.Value)
 		return
 	}
+	c.Readings = readingsText(e.spec.Eval.Constraints, r.Readings)
+	if memory, ok := r.Readings["memory_gb"]; ok {
+		c.MemoryGB = memory
+	}
+	if broken := brokenConstraint(e.spec.Eval.Constraints, r.Readings); broken != "" {
+		e.setTask(v1alpha1.StepEval, "%s=%s, %s", metricName, r.Value, broken)
+		e.decide(v1alpha1.VerdictConstraintFailed, broken)
+		return
+	}
 	best, _ := metric.ParseDecimal(e.st.Best.Value)
 	verdict, insight := e.judge(value, best)
 	mark := "—"
@@ -197,4 +206,39 @@ func (e *engine) gitDone(commit string) {
 	e.plateauWarning()
 	e.st.CurrentRound = nil
 	e.nextRound()
+}
+
+// brokenConstraint says which of constraints the readings break, "" when
+// none: a reading above its max or below its min, or one the evaluation
+// did not print.
+func brokenConstraint(constraints []v1alpha1.EvalConstraint, readings map[string]string) string {
+	for _, c := range constraints {
+		raw, ok := readings[c.Metric]
+		if !ok {
+			return fmt.Sprintf("the evaluation printed no %s, which spec.eval.constraints limits", c.Metric)
+		}
+		v, err := metric.ParseDecimal(raw)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Sprintf("the evaluation's %s=%s is not a number, and spec.eval.constraints limits it", c.Metric, raw)
+		}
+		if c.Max != "" && v > decimalOrZero(string(c.Max)) {
+			return fmt.Sprintf("%s=%s is above its limit of %s (spec.eval.constraints), whatever the metric", c.Metric, raw, c.Max)
+		}
+		if c.Min != "" && v < decimalOrZero(string(c.Min)) {
+			return fmt.Sprintf("%s=%s is below its limit of %s (spec.eval.constraints), whatever the metric", c.Metric, raw, c.Min)
+		}
+	}
+	return ""
+}
+
+// readingsText is the readings constraints limit, as "name=value, …" in
+// the constraints' order.
+func readingsText(constraints []v1alpha1.EvalConstraint, readings map[string]string) string {
+	var parts []string
+	for _, c := range constraints {
+		if v, ok := readings[c.Metric]; ok {
+			parts = append(parts, c.Metric+"="+v)
+		}
+	}
+	return text.Truncate(strings.Join(parts, ", "), 1024)
 }

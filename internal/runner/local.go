@@ -592,11 +592,11 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	}
 	// The metric comes from the output as the supervisor read it: a process
 	// of the step could write the log file.
-	res, err := supervisor.ReadEvalLog(output, l.spec.Eval.Metric, l.spec.Eval.Pattern)
+	res, err := supervisor.ReadEvalLog(output, l.spec.Eval.Metric, l.spec.Eval.Pattern, l.spec.Eval.ConstraintReadings())
 	if err != nil {
 		return nil, err
 	}
-	obs.Eval.Exit, obs.Eval.Found, obs.Eval.Value = exit, res.Found, res.Value
+	obs.Eval.Exit, obs.Eval.Found, obs.Eval.Value, obs.Eval.Readings = exit, res.Found, res.Value, res.Readings
 	return obs, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -66,9 +67,11 @@ type ExecOptions struct {
 	// and AUTORESEARCH_EPOCH_LIMIT.
 	TimeLimit  time.Duration
 	EpochLimit string
-	// Metric and Pattern find the metric in an evaluation's output.
-	Metric  string
-	Pattern string
+	// Metric and Pattern find the metric in an evaluation's output, and
+	// Readings the readings spec.eval.constraints limit.
+	Metric   string
+	Pattern  string
+	Readings []string
 	// FixedHashesFile is a JSON object of fixed file → SHA-256, relative to
 	// Workdir, that an evaluation verifies before it runs.
 	FixedHashesFile string
@@ -99,6 +102,7 @@ func ExecArgs(binary string, o ExecOptions) []string {
 		"epoch-limit", o.EpochLimit,
 		"metric", o.Metric,
 		"pattern", o.Pattern,
+		"readings", strings.Join(o.Readings, ","),
 		"fixed-hashes", o.FixedHashesFile,
 		"python", o.Python,
 		"compliance", o.ComplianceFile,

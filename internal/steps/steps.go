@@ -75,6 +75,9 @@ type EvalResult struct {
 	// FixedFilesChanged lists fixed files whose hash differs; the command
 	// did not run when it is not empty.
 	FixedFilesChanged []string `json:"fixedFilesChanged,omitempty"`
+	// Readings are the last values the output printed of the readings
+	// asked for, by name; one it never printed is missing.
+	Readings map[string]string `json:"readings,omitempty"`
 }
 
 // WorkspaceResult is written by `autoresearch workspace init`.

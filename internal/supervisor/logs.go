@@ -27,14 +27,27 @@ func ReadTrainLog(log string) steps.TrainResult {
 }
 
 // ReadEvalLog finds the metric in an evaluation log, as printed last, with
-// the protocol's pattern when it has one. The result's ProcessResult is left
-// to the caller. The error is for a pattern that does not compile.
-func ReadEvalLog(log, name, pattern string) (steps.EvalResult, error) {
+// the protocol's pattern when it has one, and the readings named, as
+// printed last. The result's ProcessResult is left to the caller. The error
+// is for a pattern that does not compile.
+func ReadEvalLog(log, name, pattern string, readings []string) (steps.EvalResult, error) {
 	v, ok, err := metric.Find(log, name, pattern)
 	if err != nil {
 		return steps.EvalResult{}, err
 	}
-	return steps.EvalResult{Found: ok, Value: v.Raw}, nil
+	res := steps.EvalResult{Found: ok, Value: v.Raw}
+	if len(readings) > 0 {
+		all := metric.All(log)
+		for _, r := range readings {
+			if v, ok := all[r]; ok {
+				if res.Readings == nil {
+					res.Readings = map[string]string{}
+				}
+				res.Readings[r] = v.Raw
+			}
+		}
+	}
+	return res, nil
 }
 
 // ChangedFixedFiles returns, sorted, the fixed files under the experiment

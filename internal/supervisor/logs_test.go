@@ -52,10 +52,18 @@ func TestReadEvalLog(t *testing.T) {
 		"with a pattern": {log: "final 0.75 points\n", pattern: `final (\S+) points`, want: steps.EvalResult{Found: true, Value: "0.75"}},
 		"not printed":    {log: "loss: 1\n"},
 		"bad pattern":    {log: "score: 1\n", pattern: "(", wantErr: true},
+		"readings asked for, as printed last": {
+			log:  "memory_gb: 30\nscore: 2 train_seconds=250\nmemory_gb: 38.5\nother: 1\n",
+			want: steps.EvalResult{Found: true, Value: "2", Readings: map[string]string{"memory_gb": "38.5", "train_seconds": "250"}},
+		},
+		"a reading not printed is missing": {
+			log:  "score: 2\nmemory_gb: 38.5\n",
+			want: steps.EvalResult{Found: true, Value: "2", Readings: map[string]string{"memory_gb": "38.5"}},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := ReadEvalLog(tc.log, "score", tc.pattern)
+			got, err := ReadEvalLog(tc.log, "score", tc.pattern, []string{"memory_gb", "train_seconds"})
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error = %v, want error: %t", err, tc.wantErr)
 			}
