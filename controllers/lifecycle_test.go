@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -484,4 +485,44 @@ func TestARefusedChildIsAnnounced(t *testing.T) {
 	if !hasEvent(t, ns, experiment, reasonCreateRefused, "no pods in this namespace") {
 		t.Errorf("no CreateRefused event; events: %v", eventReasons(t, ns))
 	}
+}
+
+// A budget stops the experiment before a round that would go past it, and
+// raising the budget continues it.
+func TestABudgetStopsAndRaisingItContinues(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) {
+		s.MaxRounds = 5
+		s.Budget = &v1alpha1.BudgetSpec{ResearcherTokens: 1500}
+	})
+	report := func(t *testing.T) string {
+		t.Helper()
+		data, err := json.Marshal(steps.ResearcherReport{InputTokens: 800, OutputTokens: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	finishPod(t, ns, podName(1, stepResearcher), 0, report(t))
+	finishPod(t, ns, podName(1, stepCompliance), 0, result(t, steps.ComplianceResult{NoChange: true}))
+	finishPod(t, ns, podName(1, stepGit), 0, result(t, steps.GitResult{}))
+
+	// 1000 tokens used, 1000 a round: a second round would go past 1500.
+	ar := waitStatus(t, ns, experiment, "the budget to stop the experiment", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseSucceeded })
+	if c := meta.FindStatusCondition(ar.Status.Conditions, v1alpha1.ConditionSucceeded); c == nil || c.Reason != v1alpha1.ReasonBudgetExhausted ||
+		!strings.Contains(c.Message, "researcherTokens exhausted: 1000 of 1500 tokens used") {
+		t.Errorf("Succeeded condition %+v, want reason BudgetExhausted naming the budget and its use", c)
+	}
+	if got := ar.Status.Usage.Budget; len(got) != 1 || got[0] != "researcherTokens: 1000 of 1500 tokens used" {
+		t.Errorf("status.usage.budget %q", got)
+	}
+	if !hasEvent(t, ns, experiment, string(v1alpha1.PhaseSucceeded), "budget researcherTokens exhausted") {
+		t.Errorf("no Succeeded event naming the budget; events: %v", eventReasons(t, ns))
+	}
+	finishPod(t, ns, podName(1, stepFinish), 0, result(t, steps.GitResult{Commit: "f1"}))
+
+	editSpec(t, ns, func(s *v1alpha1.AutoResearchSpec) { s.Budget.ResearcherTokens = 10000 })
+	waitPod(t, ns, podName(2, stepResearcher))
+	waitStatus(t, ns, experiment, "Running again", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseRunning })
 }
