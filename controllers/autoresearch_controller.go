@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +38,7 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // ownerUIDKey indexes children by the UID of their controlling owner.
@@ -51,6 +54,10 @@ type AutoResearchReconciler struct {
 	image       string
 	clock       clock.PassiveClock
 	concurrency int
+	// refused holds, by experiment, why the API server refused the child
+	// its step needs, until a create succeeds: the step waits for it, and
+	// the status says so.
+	refused sync.Map
 }
 
 // Option configures an AutoResearchReconciler.
@@ -99,6 +106,7 @@ func (r *AutoResearchReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Get(ctx, req.NamespacedName, ar); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetExperimentMetrics(req.Namespace, req.Name)
+			r.refused.Delete(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -135,6 +143,10 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		}
 		// Waiting is shown, never judged.
 		waits = waitReason(pods)
+		if why, ok := r.refused.Load(client.ObjectKeyFromObject(ar)); ok && waits.message == "" {
+			// The refusal had its event when it happened.
+			waits = wait{message: why.(string), refusal: true}
+		}
 		obs.Waiting = waits.message
 		if jobFinished(w.jobs[name]) {
 			// Its pods have yet to reach the cache; their watch wakes the
@@ -154,13 +166,17 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		log.V(1).Info("Status updated", "phase", ar.Status.Phase, "round", ar.Status.Round)
 	}
 	r.announce(ar, old, out.Actions)
-	if waits.message != "" && waits.message != round.Waiting(old) {
+	if waits.eventType != "" && waits.message != round.Waiting(old) {
 		r.recorder.Eventf(ar, nil, waits.eventType, waits.reason, actionWait, "%s", waits.message)
 	}
 	for _, next := range out.Actions {
 		if err := r.perform(ctx, ar, w, next); err != nil {
 			return ctrl.Result{}, fmt.Errorf("%s: %w", describe(next), err)
 		}
+	}
+	if _, still := r.refused.Load(client.ObjectKeyFromObject(ar)); waits.refusal && !still {
+		// The child was made at last: the status says so no longer.
+		result.RequeueAfter = time.Second
 	}
 	return result, r.cleanup(ctx, ar, w)
 }
@@ -267,11 +283,14 @@ func (r *AutoResearchReconciler) ensure(ctx context.Context, ar *v1alpha1.AutoRe
 	switch {
 	case err == nil:
 		logf.FromContext(ctx).V(1).Info("Created child", "kind", fmt.Sprintf("%T", obj), "child", klog.KObj(obj))
+		r.refused.Delete(client.ObjectKeyFromObject(ar))
 		return nil
 	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
 		// A quota, an admission policy or a webhook refused it: the create
 		// is retried with backoff, and each refusal says what to change.
-		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonCreateRefused, actionCreate, "creating %s: %v", obj.GetName(), err)
+		msg := fmt.Sprintf("creating %s: %v", obj.GetName(), err)
+		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonCreateRefused, actionCreate, "%s", msg)
+		r.refused.Store(client.ObjectKeyFromObject(ar), text.Truncate(msg, 512))
 		return err
 	case !apierrors.IsAlreadyExists(err):
 		return err

@@ -485,6 +485,19 @@ func TestARefusedChildIsAnnounced(t *testing.T) {
 	if !hasEvent(t, ns, experiment, reasonCreateRefused, "no pods in this namespace") {
 		t.Errorf("no CreateRefused event; events: %v", eventReasons(t, ns))
 	}
+	// The status says what the step waits for, until the policy goes.
+	waitStatus(t, ns, experiment, "the message to say why the step waits", func(s v1alpha1.AutoResearchStatus) bool {
+		return strings.Contains(s.Message, "waiting: creating "+experiment+"-init") && strings.Contains(s.Message, "no pods in this namespace")
+	})
+	for _, obj := range []client.Object{binding, policy} {
+		if err := k8s.Delete(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPod(t, ns, experiment+"-init")
+	waitStatus(t, ns, experiment, "the message to say no longer that the step waits", func(s v1alpha1.AutoResearchStatus) bool {
+		return s.Message == "preparing the workspace"
+	})
 }
 
 // A budget stops the experiment before a round that would go past it, and

@@ -205,6 +205,8 @@ func disrupted(pod *corev1.Pod) bool {
 // and the words a user reads.
 type wait struct {
 	eventType, reason, message string
+	// refusal is a child the API server refused to create.
+	refusal bool
 }
 
 // blockedReasons are the container states that need someone to act: a
@@ -222,12 +224,12 @@ func waitReason(pods []*corev1.Pod) wait {
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				return wait{corev1.EventTypeNormal, reasonQueued, fmt.Sprintf("%s waits to be scheduled: %s", p.Name, cmp.Or(c.Message, c.Reason))}
+				return wait{eventType: corev1.EventTypeNormal, reason: reasonQueued, message: fmt.Sprintf("%s waits to be scheduled: %s", p.Name, cmp.Or(c.Message, c.Reason))}
 			}
 		}
 		for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
 			if w := cs.State.Waiting; w != nil && slices.Contains(blockedReasons, w.Reason) {
-				return wait{corev1.EventTypeWarning, reasonStepBlocked, fmt.Sprintf("%s cannot start its container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)}
+				return wait{eventType: corev1.EventTypeWarning, reason: reasonStepBlocked, message: fmt.Sprintf("%s cannot start its container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)}
 			}
 		}
 	}
