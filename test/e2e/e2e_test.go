@@ -18,12 +18,16 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
 
 const (
+	// k8sVersion is the release hack/build-k8s-binaries.sh builds.
+	k8sVersion = "1.37.2"
+
 	name     = "tiny"
 	ns       = "default"
 	gpu      = "nvidia.com/gpu"
@@ -33,7 +37,7 @@ const (
 var (
 	root    = mustAbs("../..")
 	e2eDir  = envOr("E2E_DIR", filepath.Join(root, "bin/e2e"))
-	kubeBin = envOr("K8S_BIN", filepath.Join(root, "bin/k8s/1.37.2")) + "/kubectl"
+	kubeBin = envOr("K8S_BIN", filepath.Join(root, "bin/k8s", k8sVersion)) + "/kubectl"
 )
 
 func mustAbs(p string) string {
@@ -255,6 +259,23 @@ func waitPhase(t *testing.T, phase v1alpha1.Phase, round int32, timeout time.Dur
 		ar := experiment(t)
 		return ar.Status.Phase == phase && ar.Status.Round >= round
 	})
+}
+
+// TestControlPlaneVersion checks that the control plane and kubectl built
+// from source say which release they are, as released binaries do.
+func TestControlPlaneVersion(t *testing.T) {
+	var v struct {
+		ClientVersion, ServerVersion version.Info
+	}
+	if err := json.Unmarshal([]byte(kubectl(t, "", "version", "-o", "json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(k8sVersion, ".")
+	for who, info := range map[string]version.Info{"server": v.ServerVersion, "kubectl": v.ClientVersion} {
+		if info.GitVersion != "v"+k8sVersion || info.Major != want[0] || info.Minor != want[1] {
+			t.Errorf("%s version %s (major %q, minor %q), want v%s", who, info.GitVersion, info.Major, info.Minor, k8sVersion)
+		}
+	}
 }
 
 func TestExperimentOnCluster(t *testing.T) {
