@@ -12,12 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/yaml"
 
@@ -261,6 +264,49 @@ func waitPhase(t *testing.T, phase v1alpha1.Phase, round int32, timeout time.Dur
 	})
 }
 
+// roundOverheads tells, for each round after the baseline, how long it
+// took from the previous round's verdict to its own and how much of that
+// the user's commands ran (the Researcher, training, evaluation, as the
+// round's durations say): the rest is the operator's and the cluster's.
+// The verdicts' times are their events' (microseconds; the history's
+// completion times have whole seconds). notes label the rounds the test
+// disturbed.
+func roundOverheads(t testing.TB, n string, notes map[int32]string) string {
+	t.Helper()
+	var list eventsv1.EventList
+	out := kubectl(t, "", "get", "events.v1.events.k8s.io", "-n", ns, "--field-selector", "regarding.kind=AutoResearch,regarding.name="+n, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	ar := experimentNamed(t, n)
+	var judged []time.Time
+	for _, e := range list.Items {
+		// Events outlive an earlier experiment of the same name.
+		if e.Action == "Judge" && e.Regarding.UID == ar.UID {
+			judged = append(judged, e.EventTime.Time)
+		}
+	}
+	slices.SortFunc(judged, func(a, b time.Time) int { return a.Compare(b) })
+	history := ar.Status.History
+	if len(judged) != len(history) {
+		return fmt.Sprintf("%d verdict events for %d rounds: no overheads", len(judged), len(history))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-5s %-17s %9s %9s %9s\n", "round", "verdict", "span", "user", "overhead")
+	for i := 1; i < len(history); i++ {
+		h := history[i]
+		var user time.Duration
+		for _, d := range []*metav1.Duration{h.Durations.Researcher, h.Durations.Train, h.Durations.Eval} {
+			if d != nil {
+				user += d.Duration
+			}
+		}
+		span := judged[i].Sub(judged[i-1])
+		fmt.Fprintf(&b, "%-5d %-17s %8.2fs %8.2fs %8.2fs %s\n", h.Round, h.Verdict, span.Seconds(), user.Seconds(), (span - user).Seconds(), notes[h.Round])
+	}
+	return b.String()
+}
+
 // TestControlPlaneVersion checks that the control plane and kubectl built
 // from source say which release they are, as released binaries do.
 func TestControlPlaneVersion(t *testing.T) {
@@ -375,6 +421,8 @@ func TestExperimentOnCluster(t *testing.T) {
 			t.Errorf("round 4 verdict = %q, want compliance_failed; all %v", verdicts[4], verdicts)
 		}
 	})
+
+	t.Logf("time per round:\n%s", roundOverheads(t, name, map[int32]string{1: "(the manager restarted)", 3: "(includes the suspension)"}))
 
 	// Step timings for the report: each pod's creation, start and end.
 	t.Logf("pods:\n%s", kubectl(t, "", "get", "pods", "-n", ns, "-l", selector, "--sort-by=.metadata.creationTimestamp", "-o",
