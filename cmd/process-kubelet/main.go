@@ -103,7 +103,8 @@ func run() error {
 		p.ConfigureNode(cfg.Node)
 		return p, nil, nil
 	}
-	n, err := nodeutil.NewNode(*nodeName, newProvider, nodeutil.WithClient(client))
+	n, err := nodeutil.NewNode(*nodeName, newProvider, nodeutil.WithClient(client),
+		nodeutil.WithPodControllerConfigOverrides(vkprovider.KeepOthersConditions))
 	if err != nil {
 		return err
 	}
