@@ -3,29 +3,50 @@
 # dev cluster) need from the Go module proxy, for machines where
 # setup-envtest cannot download them: kube-apiserver and friends from
 # k8s.io/kubernetes with every staging module replaced by its published
-# version, and etcd from go.etcd.io/etcd/server/v3. Results are cached.
+# version, kubectl from its own published module k8s.io/kubectl, and etcd
+# from go.etcd.io/etcd/server/v3. The Kubernetes binaries are stamped with
+# the release's version, as its own build does, so that they report
+# v$K8S_VERSION (`--version`, the server's /version, `kubectl version`)
+# rather than v0.0.0-master. Results are cached in DIR; a cached binary
+# that does not report the wanted version is built again.
 #
-#   hack/build-k8s-binaries.sh DIR [kube-apiserver kube-controller-manager kube-scheduler etcd]
-#
-# kubectl comes from its own published module: hack/e2e/build-binaries.sh.
+#   hack/build-k8s-binaries.sh DIR [kube-apiserver kube-controller-manager kube-scheduler kubectl etcd]
+#   hack/build-k8s-binaries.sh --check DIR BINARY...   # exit 1 if any is missing or stale
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.37.2}
 STAGING_VERSION=${STAGING_VERSION:-0.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 
-out=${1:?usage: $0 DIR [binary...]}
+check=false
+if [ "${1:-}" = --check ]; then
+  check=true
+  shift
+fi
+out=${1:?usage: $0 [--check] DIR [binary...]}
 shift
 binaries=("$@")
 [ ${#binaries[@]} -gt 0 ] || binaries=(kube-apiserver etcd)
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+
+# current BINARY: whether DIR holds BINARY reporting the wanted version.
+current() {
+  local bin=$out/$1
+  [ -x "$bin" ] || return 1
+  case "$1" in
+    etcd) [ "$("$bin" --version 2>/dev/null | head -n 1)" = "etcd Version: $ETCD_VERSION" ] ;;
+    kubectl) [ "$("$bin" version --client 2>/dev/null | head -n 1)" = "Client Version: v$K8S_VERSION" ] ;;
+    *) [ "$("$bin" --version 2>/dev/null)" = "Kubernetes v$K8S_VERSION" ] ;;
+  esac
+}
 
 missing=()
 for b in "${binaries[@]}"; do
-  [ -x "$out/$b" ] || missing+=("$b")
+  current "$b" || missing+=("$b")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
+$check && exit 1
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -40,6 +61,20 @@ k8s_module() {
     echo "require k8s.io/kubernetes v$K8S_VERSION"
     sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9.-]*\) => ./staging/src/k8s.io/.*#replace \1 => \1 v'"$STAGING_VERSION"'#p' "$gomod"
   } >> go.mod
+}
+
+# ldflags stamps the version packages as Kubernetes' hack/lib/version.sh
+# does for a release build; the build date is the release's tag time.
+ldflags() {
+  local date pkg flags=() major=${K8S_VERSION%%.*} minor
+  minor=${K8S_VERSION#*.}
+  minor=${minor%%.*}
+  date=$(go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"Info": "\(.*\)",$/\1/p' | xargs sed -n 's/.*"Time":"\([^"]*\)".*/\1/p')
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags+=("-X $pkg.gitVersion=v$K8S_VERSION" "-X $pkg.gitMajor=$major" "-X $pkg.gitMinor=$minor"
+      "-X $pkg.gitCommit=" "-X $pkg.gitTreeState=clean" "-X $pkg.buildDate=$date")
+  done
+  echo "${flags[*]}"
 }
 
 main_for() {
@@ -86,7 +121,31 @@ import (
 
 func main() { os.Exit(cli.Run($call)) }
 GO
-      cd "$work/k8s" && go mod tidy >/dev/null 2>&1 && go build -o "$out/$b" "./$b"
+      cd "$work/k8s" && go mod tidy >/dev/null 2>&1 && go build -ldflags "$(ldflags)" -o "$out/$b" "./$b"
+      ;;
+    kubectl)
+      mkdir -p "$work/kubectl" && cd "$work/kubectl"
+      go mod init example.invalid/kubectl >/dev/null 2>&1
+      # kubectl's own main.
+      cat > main.go <<'GO'
+package main
+
+import (
+	"k8s.io/component-base/cli"
+	"k8s.io/kubectl/pkg/cmd"
+	"k8s.io/kubectl/pkg/cmd/util"
+)
+
+func main() {
+	command := cmd.NewDefaultKubectlCommand()
+	if err := cli.RunNoErrOutput(command); err != nil {
+		util.CheckErr(err)
+	}
+}
+GO
+      go get "k8s.io/kubectl@v$STAGING_VERSION" "k8s.io/component-base@v$STAGING_VERSION" >/dev/null 2>&1
+      go mod tidy >/dev/null 2>&1
+      go build -ldflags "$(ldflags)" -o "$out/kubectl" .
       ;;
     *)
       echo "unknown binary $b" >&2

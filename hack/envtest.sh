@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 K8S_VERSION=${K8S_VERSION:-1.37.2}
 built=bin/k8s/$K8S_VERSION
-if [ -x "$built/kube-apiserver" ] && [ -x "$built/etcd" ]; then
+if hack/build-k8s-binaries.sh --check "$built" kube-apiserver etcd; then
   echo "$PWD/$built"
   exit 0
 fi

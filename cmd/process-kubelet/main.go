@@ -17,6 +17,8 @@ import (
 
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/vkprovider"
@@ -57,6 +59,8 @@ func run() error {
 		imageEnv     = flag.String("image-env", "PATH,HOME,GOCACHE,GOPATH,GOMODCACHE,GOFLAGS,GOPROXY,GOTOOLCHAIN", "Variables of this process's environment that every container starts with, as an image's ENV would set them.")
 		storageClass = flag.String("storage-class", "process-local", "The StorageClass whose claims get hostPath volumes; empty disables provisioning.")
 		volumeDir    = flag.String("volume-dir", "", "Where provisioned volumes live (default STATE_DIR/volumes).")
+		apiQPS       = flag.Float64("kube-api-qps", 50, "Requests per second to the API server, as the kubelet's flag of that name; client-go's default of 5 delays every pod status update.")
+		apiBurst     = flag.Int("kube-api-burst", 100, "Requests allowed in a burst to the API server, as the kubelet's flag of that name.")
 		imageFiles   mountFlags
 	)
 	flag.Var(&imageFiles, "image-file", "/TARGET=SOURCE: a host file mounted read-only at TARGET in every container, such as /autoresearch=bin/autoresearch; repeatable.")
@@ -77,7 +81,12 @@ func run() error {
 			env = append(env, name+"="+v)
 		}
 	}
-	client, err := nodeutil.ClientsetFromEnv(*kubeconfig)
+	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	config.QPS, config.Burst = float32(*apiQPS), *apiBurst
+	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err
 	}
@@ -94,7 +103,8 @@ func run() error {
 		p.ConfigureNode(cfg.Node)
 		return p, nil, nil
 	}
-	n, err := nodeutil.NewNode(*nodeName, newProvider, nodeutil.WithClient(client))
+	n, err := nodeutil.NewNode(*nodeName, newProvider, nodeutil.WithClient(client),
+		nodeutil.WithPodControllerConfigOverrides(vkprovider.KeepOthersConditions))
 	if err != nil {
 		return err
 	}

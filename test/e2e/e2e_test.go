@@ -12,18 +12,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
 
 const (
+	// k8sVersion is the release hack/build-k8s-binaries.sh builds.
+	k8sVersion = "1.37.2"
+
 	name     = "tiny"
 	ns       = "default"
 	gpu      = "nvidia.com/gpu"
@@ -33,7 +40,7 @@ const (
 var (
 	root    = mustAbs("../..")
 	e2eDir  = envOr("E2E_DIR", filepath.Join(root, "bin/e2e"))
-	kubeBin = envOr("K8S_BIN", filepath.Join(root, "bin/k8s/1.37.2")) + "/kubectl"
+	kubeBin = envOr("K8S_BIN", filepath.Join(root, "bin/k8s", k8sVersion)) + "/kubectl"
 )
 
 func mustAbs(p string) string {
@@ -176,6 +183,17 @@ func sourceRepo(t *testing.T, example string) string {
 }
 
 func manifest(repo string, maxRounds int) string {
+	return manifestFor(name, repo, maxRounds, 0)
+}
+
+// manifestFor is the tiny-lm-go experiment n; a pause makes the Researcher
+// and training wait that long before their work, and gives training the
+// time.
+func manifestFor(n, repo string, maxRounds int, pause time.Duration) string {
+	wait := ""
+	if pause > 0 {
+		wait = fmt.Sprintf("sleep %d && ", int(pause.Seconds()))
+	}
 	return fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
 metadata: {name: %s, namespace: %s}
@@ -188,12 +206,12 @@ spec:
   workspace: {size: 1Gi}
   fixed:
     files: [prepare/main.go, lm/lm.go, eval/main.go, scripted-researcher.yaml]
-    timeLimit: 30s
+    timeLimit: %s
   variable:
     files: [train/main.go]
     range: "hyperparameters and training loop in train/main.go"
   train:
-    command: "go run ./prepare && go run ./train"
+    command: "%sgo run ./prepare && go run ./train"
     outputs: [ckpt]
     gpus: 1
   eval:
@@ -201,9 +219,9 @@ spec:
     direction: minimize
     command: "go run ./prepare && go run ./eval"
   researcher:
-    command: "autoresearch researcher scripted --plan scripted-researcher.yaml"
-    timeout: 60s
-`, name, ns, maxRounds, repo)
+    command: "%sautoresearch researcher scripted --plan scripted-researcher.yaml"
+    timeout: %s
+`, n, ns, maxRounds, repo, 30*time.Second+pause, wait, wait, 60*time.Second+pause)
 }
 
 // watcher records, once a second, what kubectl shows: the experiment's
@@ -255,6 +273,72 @@ func waitPhase(t *testing.T, phase v1alpha1.Phase, round int32, timeout time.Dur
 		ar := experiment(t)
 		return ar.Status.Phase == phase && ar.Status.Round >= round
 	})
+}
+
+// experimentEvents are the events about the experiment ar.
+func experimentEvents(t testing.TB, ar *v1alpha1.AutoResearch) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	out := kubectl(t, "", "get", "events.v1.events.k8s.io", "-n", ar.Namespace, "--field-selector", "regarding.kind=AutoResearch,regarding.name="+ar.Name, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	// Events outlive an earlier experiment of the same name.
+	return slices.DeleteFunc(list.Items, func(e eventsv1.Event) bool { return e.Regarding.UID != ar.UID })
+}
+
+// roundOverheads tells, for each round after the baseline, how long it
+// took from the previous round's verdict to its own and how much of that
+// the user's commands ran (the Researcher, training, evaluation, as the
+// round's durations say): the rest is the operator's and the cluster's.
+// The verdicts' times are their events' (microseconds; the history's
+// completion times have whole seconds). notes label the rounds the test
+// disturbed.
+func roundOverheads(t testing.TB, n string, notes map[int32]string) string {
+	t.Helper()
+	ar := experimentNamed(t, n)
+	var judged []time.Time
+	for _, e := range experimentEvents(t, ar) {
+		if e.Action == "Judge" {
+			judged = append(judged, e.EventTime.Time)
+		}
+	}
+	slices.SortFunc(judged, func(a, b time.Time) int { return a.Compare(b) })
+	history := ar.Status.History
+	if len(judged) != len(history) {
+		return fmt.Sprintf("%d verdict events for %d rounds: no overheads", len(judged), len(history))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-5s %-17s %9s %9s %9s\n", "round", "verdict", "span", "user", "overhead")
+	for i := 1; i < len(history); i++ {
+		h := history[i]
+		var user time.Duration
+		for _, d := range []*metav1.Duration{h.Durations.Researcher, h.Durations.Train, h.Durations.Eval} {
+			if d != nil {
+				user += d.Duration
+			}
+		}
+		span := judged[i].Sub(judged[i-1])
+		fmt.Fprintf(&b, "%-5d %-17s %8.2fs %8.2fs %8.2fs %s\n", h.Round, h.Verdict, span.Seconds(), user.Seconds(), (span - user).Seconds(), notes[h.Round])
+	}
+	return b.String()
+}
+
+// TestControlPlaneVersion checks that the control plane and kubectl built
+// from source say which release they are, as released binaries do.
+func TestControlPlaneVersion(t *testing.T) {
+	var v struct {
+		ClientVersion, ServerVersion version.Info
+	}
+	if err := json.Unmarshal([]byte(kubectl(t, "", "version", "-o", "json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(k8sVersion, ".")
+	for who, info := range map[string]version.Info{"server": v.ServerVersion, "kubectl": v.ClientVersion} {
+		if info.GitVersion != "v"+k8sVersion || info.Major != want[0] || info.Minor != want[1] {
+			t.Errorf("%s version %s (major %q, minor %q), want v%s", who, info.GitVersion, info.Major, info.Minor, k8sVersion)
+		}
+	}
 }
 
 func TestExperimentOnCluster(t *testing.T) {
@@ -355,6 +439,8 @@ func TestExperimentOnCluster(t *testing.T) {
 		}
 	})
 
+	t.Logf("time per round:\n%s", roundOverheads(t, name, map[int32]string{1: "(the manager restarted)", 3: "(includes the suspension)"}))
+
 	// Step timings for the report: each pod's creation, start and end.
 	t.Logf("pods:\n%s", kubectl(t, "", "get", "pods", "-n", ns, "-l", selector, "--sort-by=.metadata.creationTimestamp", "-o",
 		"custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,FIRST_START:.status.initContainerStatuses[0].state.terminated.startedAt,START:.status.containerStatuses[0].state.terminated.startedAt,END:.status.containerStatuses[0].state.terminated.finishedAt"))
@@ -425,5 +511,122 @@ spec:
 	}
 	if strings.Join(got, " ") != "baseline improved not_improved parity_failed" {
 		t.Errorf("verdicts %v, want baseline, improved, not_improved, parity_failed", got)
+	}
+}
+
+// pod is the pod n, or nil when there is none.
+func pod(t testing.TB, n string) *corev1.Pod {
+	t.Helper()
+	out, err := tryKubectl("", "get", "pod", n, "-n", ns, "-o", "json")
+	if err != nil {
+		if strings.Contains(out, "NotFound") {
+			return nil
+		}
+		t.Fatalf("kubectl get pod %s: %v\n%s", n, err, out)
+	}
+	p := &corev1.Pod{}
+	if err := json.Unmarshal([]byte(out), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runningPod waits for a pod whose containers (not just its init
+// containers) have started, among those the label selector finds.
+func runningPod(t testing.TB, what, labels string, timeout time.Duration) *corev1.Pod {
+	t.Helper()
+	var found *corev1.Pod
+	eventually(t, what+" running", timeout, func() bool {
+		var list corev1.PodList
+		if err := json.Unmarshal([]byte(kubectl(t, "", "get", "pods", "-n", ns, "-l", labels, "-o", "json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range list.Items {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil {
+				found = &list.Items[i]
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// TestDisruptionIsRetried deletes the running Researcher pod and evicts
+// the running training pod, as an administrator or a node drain would:
+// neither is the candidate's doing, so each step runs again and the round
+// is judged on what the new pods do.
+func TestDisruptionIsRetried(t *testing.T) {
+	const n = "disrupted"
+	install(t)
+	m := &manager{t: t}
+	m.start()
+	defer m.kill()
+	repo := sourceRepo(t, "tiny-lm-go")
+	// The Researcher and training wait 20s before their work: time to
+	// take their pods away while they run.
+	kubectl(t, manifestFor(n, repo, 1, 20*time.Second), "apply", "-f", "-")
+	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+	sel := "autoresearch.dev/experiment=" + n
+
+	researcher := runningPod(t, "round 1's Researcher", sel+",autoresearch.dev/round=1,autoresearch.dev/step=researcher", 10*time.Minute)
+	kubectl(t, "", "delete", "pod", researcher.Name, "-n", ns, "--wait=false")
+	eventually(t, "a new Researcher pod", 3*time.Minute, func() bool {
+		p := pod(t, researcher.Name)
+		return p != nil && p.UID != researcher.UID
+	})
+
+	train := runningPod(t, "round 1's training", "batch.kubernetes.io/job-name="+n+"-r1-train", 5*time.Minute)
+	kubectl(t, fmt.Sprintf(`{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": %q, "namespace": %q}}`, train.Name, ns),
+		"create", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/eviction", ns, train.Name), "-f", "-")
+	// The node reports the end of the evicted pod with the condition the
+	// eviction set: the Job's pod failure policy and the operator tell a
+	// disruption from a failure by it.
+	var evicted *corev1.Pod
+	eventually(t, "the evicted training pod to end", 2*time.Minute, func() bool {
+		evicted = pod(t, train.Name)
+		if evicted == nil || evicted.UID != train.UID {
+			t.Fatalf("the evicted pod %s is gone before its end was seen", train.Name)
+		}
+		return evicted.Status.Phase == corev1.PodFailed
+	})
+	disrupted := false
+	for _, c := range evicted.Status.Conditions {
+		disrupted = disrupted || c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI"
+	}
+	if !disrupted {
+		t.Errorf("the evicted pod ended without its DisruptionTarget condition: %+v", evicted.Status.Conditions)
+	}
+
+	eventually(t, "the experiment to finish", 10*time.Minute, func() bool {
+		return experimentNamed(t, n).Status.Phase == v1alpha1.PhaseSucceeded
+	})
+	ar := experimentNamed(t, n)
+	var verdicts []string
+	for _, h := range ar.Status.History {
+		verdicts = append(verdicts, string(h.Verdict))
+	}
+	// Round 1 of the plan improves, disrupted or not.
+	if got := strings.Join(verdicts, " "); got != "baseline improved" {
+		t.Errorf("verdicts %s, want baseline improved", got)
+	}
+	var retried []string
+	for _, e := range experimentEvents(t, ar) {
+		if e.Reason == "StepRetried" {
+			retried = append(retried, e.Note)
+		}
+	}
+	if len(retried) == 0 {
+		t.Errorf("no StepRetried event")
+	}
+	t.Logf("StepRetried: %q", retried)
+	// The Job replaced its evicted pod rather than failing: its pod
+	// failure policy ignores disruptions.
+	var job batchv1.Job
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "job", n+"-r1-train", "-n", ns, "-o", "json")), &job); err != nil {
+		t.Fatal(err)
+	}
+	if owner := metav1.GetControllerOf(train); owner == nil || owner.UID != job.UID || job.Status.Succeeded != 1 {
+		t.Errorf("the evicted pod's Job did not finish with a new pod: owner %v, job %s succeeded %d failed %d", owner, job.UID, job.Status.Succeeded, job.Status.Failed)
 	}
 }
