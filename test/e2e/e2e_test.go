@@ -20,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/yaml"
@@ -628,5 +629,41 @@ func TestDisruptionIsRetried(t *testing.T) {
 	}
 	if owner := metav1.GetControllerOf(train); owner == nil || owner.UID != job.UID || job.Status.Succeeded != 1 {
 		t.Errorf("the evicted pod's Job did not finish with a new pod: owner %v, job %s succeeded %d failed %d", owner, job.UID, job.Status.Succeeded, job.Status.Failed)
+	}
+}
+
+// TestABudgetStopsTheLoopAndRaisingItResumes gives the experiment less GPU
+// time than its baseline takes: no round starts, the experiment ends with
+// reason BudgetExhausted, and raising the budget runs the rounds it allows.
+func TestABudgetStopsTheLoopAndRaisingItResumes(t *testing.T) {
+	const n = "budgeted"
+	install(t)
+	m := &manager{t: t}
+	m.start()
+	defer m.kill()
+	repo := sourceRepo(t, "tiny-lm-go")
+	kubectl(t, manifestFor(n, repo, 1, 0)+"  budget: {gpuHours: \"0.0001\"}\n", "apply", "-f", "-")
+	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+
+	eventually(t, "the budget to stop the experiment", 10*time.Minute, func() bool {
+		return experimentNamed(t, n).Status.Phase == v1alpha1.PhaseSucceeded
+	})
+	ar := experimentNamed(t, n)
+	c := meta.FindStatusCondition(ar.Status.Conditions, v1alpha1.ConditionSucceeded)
+	if c == nil || c.Reason != v1alpha1.ReasonBudgetExhausted || !strings.Contains(c.Message, "budget gpuHours exhausted") {
+		t.Fatalf("Succeeded condition %+v, want reason BudgetExhausted naming gpuHours", c)
+	}
+	if ar.Status.CompletedRounds != 0 {
+		t.Errorf("%d rounds ran past the budget", ar.Status.CompletedRounds)
+	}
+	t.Logf("stopped: %s; %q", c.Message, ar.Status.Usage.Budget)
+
+	kubectl(t, "", "patch", "autoresearch", n, "-n", ns, "--type=merge", "-p", `{"spec":{"budget":{"gpuHours":"10"}}}`)
+	eventually(t, "the raised budget's round to finish", 10*time.Minute, func() bool {
+		ar = experimentNamed(t, n)
+		return ar.Status.Phase == v1alpha1.PhaseSucceeded && ar.Status.CompletedRounds == 1
+	})
+	if c := meta.FindStatusCondition(ar.Status.Conditions, v1alpha1.ConditionSucceeded); c == nil || c.Reason != v1alpha1.ReasonMaxRoundsReached {
+		t.Errorf("after the raise: Succeeded condition %+v, want MaxRoundsReached", c)
 	}
 }
