@@ -81,10 +81,10 @@ func TestCRDRejectsBadProtocols(t *testing.T) {
 		"empty train command":          {set("train.command", ""), "spec.train.command: Invalid value"},
 		"train output is a fixed file": {set("train.outputs", []any{"eval.py"}), "train.outputs may not hold or lie inside a fixed or variable file"},
 		"negative GPUs":                {set("train.gpus", int64(-1)), "spec.train.gpus: Invalid value: -1"},
-		"target not a number":          {set("target", "low"), "spec.target: Invalid value: \"low\": must be a decimal number"},
-		"baseline not a number":        {set("baseline.value", "1,5"), "spec.baseline.value: Invalid value: \"1,5\": must be a decimal number"},
+		"target not a number":          {set("target", "low"), "spec.target: Invalid value: \"low\": must be a finite decimal number"},
+		"baseline not a number":        {set("baseline.value", "1,5"), "spec.baseline.value: Invalid value: \"1,5\": must be a finite decimal number"},
 		"zero baseline runs":           {set("baseline.runs", int64(0)), "spec.baseline.runs: Invalid value: 0"},
-		"negative noise factor":        {set("acceptance.noiseFactor", "-1"), "spec.acceptance.noiseFactor: Invalid value: \"-1\": must be a non-negative decimal number"},
+		"negative noise factor":        {set("acceptance.noiseFactor", "-1"), "spec.acceptance.noiseFactor: Invalid value: \"-1\": must be a finite non-negative decimal number"},
 		"history limit too large":      {set("historyLimit", int64(1000)), "spec.historyLimit: Invalid value: 1000"},
 		"git and pvc source":           {set("source", map[string]any{"git": map[string]any{"url": "https://x"}, "pvc": map[string]any{"claimName": "c"}}), "source takes either git or pvc, not both"},
 		"kernel module without function": {set("kernelTargets", []any{map[string]any{

@@ -19,7 +19,7 @@ import (
 // local runner and the operator judge a protocol alike.
 
 var (
-	decimalRE    = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$`)
+	decimalRE    = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$`)
 	metricNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*$`)
 	moduleRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
 )
@@ -205,7 +205,7 @@ func validatePaths(p *field.Path, paths []RelativePath) field.ErrorList {
 // Validate checks the decimal as its CRD rule does.
 func (d Decimal) Validate(p *field.Path) field.ErrorList {
 	if !decimalRE.MatchString(string(d)) {
-		return field.ErrorList{field.Invalid(p, d, "must be a decimal number such as 0.95")}
+		return field.ErrorList{field.Invalid(p, d, "must be a finite decimal number such as 0.95 or -1.5e-3, with an exponent of at most two digits")}
 	}
 	return nil
 }
@@ -213,7 +213,7 @@ func (d Decimal) Validate(p *field.Path) field.ErrorList {
 // Validate checks the decimal, when set, as its CRD rule does.
 func (d NonNegativeDecimal) Validate(p *field.Path) field.ErrorList {
 	if d != "" && (!decimalRE.MatchString(string(d)) || strings.HasPrefix(string(d), "-")) {
-		return field.ErrorList{field.Invalid(p, d, "must be a non-negative decimal number such as 0.001")}
+		return field.ErrorList{field.Invalid(p, d, "must be a finite non-negative decimal number such as 0.001 or 1e-5, with an exponent of at most two digits")}
 	}
 	return nil
 }

@@ -9,16 +9,17 @@ import (
 
 // Decimal is a number written as a decimal string, such as "0.95" or
 // "-1.5e-3": the API carries no floats, so a value reads back exactly as
-// it was written.
+// it was written. An exponent has at most two digits, so that every
+// Decimal is a finite float64 ("1e999" would be infinite).
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=64
-// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="must be a decimal number such as 0.95"
+// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$')",message="must be a finite decimal number such as 0.95 or -1.5e-3, with an exponent of at most two digits"
 type Decimal string
 
 // NonNegativeDecimal is a Decimal of zero or more, such as "0.001".
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=64
-// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="must be a non-negative decimal number such as 0.001"
+// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$')",message="must be a finite non-negative decimal number such as 0.001 or 1e-5, with an exponent of at most two digits"
 type NonNegativeDecimal string
 
 // Duration is a length of time from one second to a week (MaxDuration),

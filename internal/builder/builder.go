@@ -168,6 +168,7 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"maxRounds zero":        {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 0 }, "spec.maxRounds"},
 		"bad target":            {func(s *v1alpha1.AutoResearchSpec) { s.Target = "low" }, "spec.target"},
 		"bad baseline":          {func(s *v1alpha1.AutoResearchSpec) { s.Baseline = &v1alpha1.BaselineSpec{Value: "1,5"} }, "spec.baseline.value"},
+		"infinite target":       {func(s *v1alpha1.AutoResearchSpec) { s.Target = "1e999" }, "spec.target"},
 		"negative noise factor": {func(s *v1alpha1.AutoResearchSpec) { s.Acceptance.NoiseFactor = "-1" }, "spec.acceptance.noiseFactor"},
 		"short time limit":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.TimeLimit.Duration = time.Millisecond }, "spec.fixed.timeLimit"},
 		"no variable files":     {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = nil }, "spec.variable"},
@@ -191,6 +192,9 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"bad direction":         {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
 		"no researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},
 		"empty profile":         {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command"},
+		"infinite tolerance": {func(s *v1alpha1.AutoResearchSpec) {
+			s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m:f", BaselineModule: "r:f", Fixture: "r:x", Rtol: "1e400"}}
+		}, "spec.kernelTargets[0].rtol"},
 		"kernel module": {func(s *v1alpha1.AutoResearchSpec) {
 			s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m", BaselineModule: "r:f", Fixture: "r:x"}}
 		}, "spec.kernelTargets[0].newModule"},

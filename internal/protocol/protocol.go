@@ -74,7 +74,6 @@ func newObject() *v1alpha1.AutoResearch {
 
 var (
 	moduleRef    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
-	tolerance    = regexp.MustCompile(`^([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$`)
 	pythonBinary = regexp.MustCompile(`^(python|python3|python3\.\d+|pypy|pypy3)$`)
 	envAssign    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 )
@@ -526,15 +525,15 @@ func (b *builder) kernelTargets() {
 		for _, f := range []struct {
 			key, path string
 			dest      *string
-			valid     *regexp.Regexp
+			valid     func(string) bool
 			want      string
 		}{
 			{"name", "name", &t.Name, nil, ""},
-			{"newmodule", "newModule", &t.NewModule, moduleRef, "module:function"},
-			{"baselinemodule", "baselineModule", &t.BaselineModule, moduleRef, "module:function"},
-			{"fixture", "fixture", &t.Fixture, moduleRef, "module:function"},
-			{"atol", "atol", &atol, tolerance, "a non-negative decimal number"},
-			{"rtol", "rtol", &rtol, tolerance, "a non-negative decimal number"},
+			{"newmodule", "newModule", &t.NewModule, moduleRef.MatchString, "module:function"},
+			{"baselinemodule", "baselineModule", &t.BaselineModule, moduleRef.MatchString, "module:function"},
+			{"fixture", "fixture", &t.Fixture, moduleRef.MatchString, "module:function"},
+			{"atol", "atol", &atol, isTolerance, "a non-negative decimal number"},
+			{"rtol", "rtol", &rtol, isTolerance, "a non-negative decimal number"},
 		} {
 			p := base + "." + f.path
 			v := e.values[f.key]
@@ -547,7 +546,7 @@ func (b *builder) kernelTargets() {
 			case isPlaceholder(v):
 				b.miss(p)
 				b.note(p, "%q is still the template's placeholder", v)
-			case f.valid != nil && !f.valid.MatchString(v):
+			case f.valid != nil && !f.valid(v):
 				b.invalid(p, fmt.Errorf("%q is not %s", v, f.want))
 			default:
 				*f.dest = v
@@ -563,6 +562,9 @@ func (b *builder) kernelTargets() {
 
 // cleanPaths writes the protocol's file names as the API wants them:
 // "./train.py" becomes "train.py".
+// isTolerance reports whether v is a tolerance the API takes.
+func isTolerance(v string) bool { return v1alpha1.NonNegativeDecimal(v).Validate(nil) == nil }
+
 func cleanPaths[T ~string](files []string) []T {
 	if files == nil {
 		return nil
