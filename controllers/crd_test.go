@@ -6,12 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -114,7 +118,7 @@ func TestCRDRejectsTheInvalidProtocols(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ar := builder.MakeAutoResearch("bad", ns).Edit(tc.Edit).Obj()
 			err := k8s.Create(context.Background(), ar)
-			if err == nil || !strings.Contains(err.Error(), tc.Field) {
+			if err == nil || !strings.Contains(err.Error(), tc.Field) || strings.Contains(err.Error(), "evaluating rule") {
 				t.Errorf("error %v; want one on %s", err, tc.Field)
 			}
 		})
@@ -126,29 +130,55 @@ func TestCRDRejectsTheInvalidProtocols(t *testing.T) {
 // FrozenChanges says for the local runner, while the rest can.
 func TestCRDFreezesTheMeasure(t *testing.T) {
 	ns := newNamespace(t)
-	ar := builder.MakeAutoResearch("frozen", ns).Baseline("1.0").Obj()
+	ar := builder.MakeAutoResearch("frozen", ns).Baseline("1.0").GitSource("https://example.com/repo.git", "main", "exp").Edit(func(s *v1alpha1.AutoResearchSpec) {
+		s.Eval.Pattern = "val_bpb=([0-9.]+)"
+		s.Workspace.Size = ptr.To(resource.MustParse("10Gi"))
+	}).Obj()
 	if err := k8s.Create(context.Background(), ar); err != nil {
 		t.Fatal(err)
 	}
+	const (
+		fixed     = "spec.fixed: Invalid value: fixed cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
+		train     = "spec.train: Invalid value: train.command and train.outputs cannot change once the experiment exists"
+		eval      = "spec.eval: Invalid value: eval.command, eval.metric, eval.direction and eval.pattern cannot change once the experiment exists: they are the measure of every verdict"
+		baseline  = "spec.baseline: Invalid value: baseline cannot change once the experiment exists"
+		source    = "spec.source: Invalid value: source cannot change once the experiment exists"
+		workspace = "spec.workspace: Invalid value: workspace cannot change once the experiment exists"
+	)
 	cases := map[string]struct {
 		edit   func(*v1alpha1.AutoResearchSpec)
-		frozen string
+		frozen string // what the API server says; empty when the change is allowed
+		local  string // what FrozenChanges names
 	}{
-		"eval command":     {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Command = "echo val_bpb: 0.0001" }, "eval.command"},
-		"metric":           {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "loss" }, "eval.command"},
-		"direction":        {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = v1alpha1.DirectionMaximize }, "eval.command"},
-		"pattern added":    {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "bpb (.*)" }, "eval.command"},
-		"fixed files":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = nil }, "fixed cannot change"},
-		"time limit":       {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.TimeLimit.Duration *= 2 }, "fixed cannot change"},
-		"constraints":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{"seed 7"} }, "fixed cannot change"},
-		"train command":    {func(s *v1alpha1.AutoResearchSpec) { s.Train.Command = "python train.py --fast" }, "train.command and train.outputs cannot change"},
-		"train outputs":    {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"data"} }, "train.command and train.outputs cannot change"},
-		"baseline":         {func(s *v1alpha1.AutoResearchSpec) { s.Baseline.Value = "9" }, "baseline cannot change"},
-		"baseline removed": {func(s *v1alpha1.AutoResearchSpec) { s.Baseline = nil }, "baseline cannot change"},
-		"source":           {func(s *v1alpha1.AutoResearchSpec) { s.Source.Subdir = "other" }, "source and workspace cannot change"},
-		"max rounds":       {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 20 }, ""},
-		"guidance":         {func(s *v1alpha1.AutoResearchSpec) { s.Guidance = []string{"try AdamW"} }, ""},
-		"researcher":       {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "other-agent" }, ""},
+		"eval command":       {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Command = "echo val_bpb: 0.0001" }, eval, "spec.eval.command"},
+		"metric":             {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "loss" }, eval, "spec.eval.metric"},
+		"direction":          {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = v1alpha1.DirectionMaximize }, eval, "spec.eval.direction"},
+		"pattern":            {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "bpb (.*)" }, eval, "spec.eval.pattern"},
+		"pattern removed":    {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "" }, eval, "spec.eval.pattern"},
+		"fixed files":        {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = nil }, fixed, "spec.fixed"},
+		"fixed file added":   {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = append(s.Fixed.Files, "data/") }, fixed, "spec.fixed"},
+		"time limit":         {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.TimeLimit.Duration *= 2 }, fixed, "spec.fixed"},
+		"epoch limit":        {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.EpochLimit = 3 }, fixed, "spec.fixed"},
+		"constraints":        {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{"seed 7"} }, fixed, "spec.fixed"},
+		"train command":      {func(s *v1alpha1.AutoResearchSpec) { s.Train.Command = "python train.py --fast" }, train, "spec.train.command"},
+		"train outputs":      {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"data"} }, train, "spec.train.outputs"},
+		"baseline value":     {func(s *v1alpha1.AutoResearchSpec) { s.Baseline.Value = "9" }, baseline, "spec.baseline"},
+		"baseline removed":   {func(s *v1alpha1.AutoResearchSpec) { s.Baseline = nil }, baseline, "spec.baseline"},
+		"source subdir":      {func(s *v1alpha1.AutoResearchSpec) { s.Source.Subdir = "other" }, source, "spec.source"},
+		"source repository":  {func(s *v1alpha1.AutoResearchSpec) { s.Source.Git.URL = "https://example.com/fork.git" }, source, "spec.source"},
+		"source ref":         {func(s *v1alpha1.AutoResearchSpec) { s.Source.Git.Ref = "dev" }, source, "spec.source"},
+		"workspace size":     {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Size = ptr.To(resource.MustParse("20Gi")) }, workspace, "spec.workspace"},
+		"workspace storage":  {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.StorageClassName = ptr.To("fast") }, workspace, "spec.workspace"},
+		"workspace caches":   {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Caches = []v1alpha1.RelativePath{".venv"} }, workspace, "spec.workspace"},
+		"max rounds raised":  {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 20 }, "", ""},
+		"max rounds lowered": {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 }, "", ""},
+		"target":             {func(s *v1alpha1.AutoResearchSpec) { s.Target = "0.9" }, "", ""},
+		"guidance":           {func(s *v1alpha1.AutoResearchSpec) { s.Guidance = []string{"try AdamW"} }, "", ""},
+		"suspend":            {func(s *v1alpha1.AutoResearchSpec) { s.Suspend = ptr.To(true) }, "", ""},
+		"researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "other-agent" }, "", ""},
+		"researcher timeout": {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Timeout = &v1alpha1.Duration{Duration: time.Hour} }, "", ""},
+		"variable files":     {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = append(s.Variable.Files, "model.py") }, "", ""},
+		"training image":     {func(s *v1alpha1.AutoResearchSpec) { s.Train.Image = "trainer:v2" }, "", ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -163,8 +193,50 @@ func TestCRDFreezesTheMeasure(t *testing.T) {
 			switch {
 			case tc.frozen == "" && (err != nil || len(local) > 0):
 				t.Errorf("update refused: %v (local: %v)", err, local)
-			case tc.frozen != "" && (err == nil || !strings.Contains(err.Error(), tc.frozen) || len(local) == 0):
-				t.Errorf("update error %v (local: %v); want it refused for %q", err, local, tc.frozen)
+			case tc.frozen != "" && (err == nil || !strings.Contains(err.Error(), tc.frozen)):
+				t.Errorf("update error %v\nwant it refused with %q", err, tc.frozen)
+			case tc.frozen != "" && !slices.Contains(local, tc.local):
+				t.Errorf("FrozenChanges %v; want %s", local, tc.local)
+			}
+		})
+	}
+}
+
+// TestCRDFreezesAnOmittedSourceAndWorkspace: an experiment applied
+// without source and workspace, as kubectl sends it, still takes the
+// changes that are allowed, and refuses a workspace or source added later.
+func TestCRDFreezesAnOmittedSourceAndWorkspace(t *testing.T) {
+	ns := newNamespace(t)
+	obj := experimentObject(ns, "omitted", validSpec())
+	if err := k8s.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		edit func(map[string]any)
+		want string
+	}{
+		{"suspend", func(s map[string]any) { s["suspend"] = true }, ""},
+		{"max rounds", func(s map[string]any) { s["maxRounds"] = int64(5) }, ""},
+		{"workspace size", func(s map[string]any) { s["workspace"] = map[string]any{"size": "20Gi"} }, "spec.workspace: Invalid value: workspace cannot change once the experiment exists"},
+		{"git source", func(s map[string]any) {
+			s["source"] = map[string]any{"git": map[string]any{"url": "https://example.com/repo.git"}}
+		}, "spec.source: Invalid value: source cannot change once the experiment exists"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), cur); err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(cur.Object["spec"].(map[string]any))
+			err := k8s.Update(context.Background(), cur)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("update refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("update error %v\nwant it refused with %q", err, tc.want)
 			}
 		})
 	}

@@ -92,6 +92,9 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 		}
 	}
 	errs = append(errs, validateKernelTargets(p.Child("kernelTargets"), s.KernelTargets)...)
+	if len(s.KernelTargets) > 0 && len(s.Fixed.Files) == 0 {
+		errs = append(errs, field.Forbidden(p.Child("kernelTargets"), "kernelTargets need their baseline modules listed in fixed.files"))
+	}
 	required(p.Child("researcher", "command"), s.Researcher.Command, "the coding agent to run each round")
 	if s.Researcher.Timeout != nil {
 		errs = append(errs, s.Researcher.Timeout.Validate(p.Child("researcher", "timeout"))...)

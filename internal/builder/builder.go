@@ -198,6 +198,10 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"kernel module": {func(s *v1alpha1.AutoResearchSpec) {
 			s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m", BaselineModule: "r:f", Fixture: "r:x"}}
 		}, "spec.kernelTargets[0].newModule"},
+		"kernel targets without fixed files": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Fixed.Files = nil
+			s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m:f", BaselineModule: "r:f", Fixture: "r:x"}}
+		}, "spec.kernelTargets"},
 		"git and pvc": {func(s *v1alpha1.AutoResearchSpec) {
 			s.Source = v1alpha1.SourceSpec{Git: &v1alpha1.GitSource{URL: "u"}, PVC: &v1alpha1.PVCSource{ClaimName: "c"}}
 		}, "spec.source"},
