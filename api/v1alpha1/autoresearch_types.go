@@ -29,6 +29,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || (has(self.fixed.files) && size(self.fixed.files) > 0)",message="kernelTargets need their baseline modules listed in fixed.files",fieldPath=".kernelTargets"
 type AutoResearchSpec struct {
 	// researchQuestion is what the experiment tries to find out, shown to every Researcher.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: say what the experiment tries to find out"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -196,6 +197,7 @@ type FixedSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:XValidation:rule="self.trim() != ''",message="must not be blank: state the constraint in words, or remove the entry"
 	Constraints []string `json:"constraints,omitempty"`
 
 	// timeLimit is how long training may run, e.g. "5m".
@@ -230,6 +232,7 @@ type VariableSpec struct {
 type TrainSpec struct {
 	// command is the fixed training command, run with `sh -c` in the
 	// experiment directory.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: give the command that trains a candidate"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -297,6 +300,7 @@ type EvalSpec struct {
 
 	// command is the fixed evaluation command, run with `sh -c` in the
 	// experiment directory. Its output is the only source of the metric.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: give the fixed evaluation command"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -324,6 +328,7 @@ type EvalSpec struct {
 // ProfileSpec turns on profile-first mode.
 type ProfileSpec struct {
 	// command prints a profile of the training code.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: give the command that profiles the training code"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -376,6 +381,7 @@ type KernelTarget struct {
 type ResearcherSpec struct {
 	// command starts the Researcher, run with `sh -c` in the experiment
 	// directory. It reads its prompt from $AUTORESEARCH_PROMPT_FILE.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: give the command that starts the Researcher"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required

@@ -36,7 +36,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	p := field.NewPath("spec")
 	required := func(fp *field.Path, value, what string) {
 		if strings.TrimSpace(value) == "" {
-			errs = append(errs, field.Required(fp, what))
+			errs = append(errs, field.Required(fp, "must not be blank: "+what))
 		}
 	}
 	required(p.Child("researchQuestion"), s.ResearchQuestion, "say what the experiment tries to find out")
@@ -79,14 +79,14 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 			}
 		}
 	}
-	required(p.Child("train", "command"), s.Train.Command, "the command that trains a candidate")
+	required(p.Child("train", "command"), s.Train.Command, "give the command that trains a candidate")
 	errs = append(errs, s.validateOutputs(p.Child("train", "outputs"))...)
 	if g := s.Train.GPUs; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(p.Child("train", "gpus"), *g, "must not be negative"))
 	}
 	errs = append(errs, s.Eval.validate(p.Child("eval"))...)
 	if s.Profile != nil {
-		required(p.Child("profile", "command"), s.Profile.Command, "the command that profiles the training code")
+		required(p.Child("profile", "command"), s.Profile.Command, "give the command that profiles the training code")
 		if s.Profile.ExpectedRuntime != nil {
 			errs = append(errs, s.Profile.ExpectedRuntime.Validate(p.Child("profile", "expectedRuntime"))...)
 		}
@@ -95,7 +95,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if len(s.KernelTargets) > 0 && len(s.Fixed.Files) == 0 {
 		errs = append(errs, field.Forbidden(p.Child("kernelTargets"), "kernelTargets need their baseline modules listed in fixed.files"))
 	}
-	required(p.Child("researcher", "command"), s.Researcher.Command, "the coding agent to run each round")
+	required(p.Child("researcher", "command"), s.Researcher.Command, "give the command that starts the Researcher")
 	if s.Researcher.Timeout != nil {
 		errs = append(errs, s.Researcher.Timeout.Validate(p.Child("researcher", "timeout"))...)
 	}
@@ -141,7 +141,7 @@ func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("direction"), e.Direction, []Direction{DirectionMaximize, DirectionMinimize}))
 	}
 	if strings.TrimSpace(e.Command) == "" {
-		errs = append(errs, field.Required(p.Child("command"), "the fixed evaluation command"))
+		errs = append(errs, field.Required(p.Child("command"), "must not be blank: give the fixed evaluation command"))
 	}
 	if e.Pattern != "" {
 		if re, err := regexp.Compile(e.Pattern); err != nil {
@@ -189,7 +189,7 @@ func validateConstraints(p *field.Path, constraints []string) field.ErrorList {
 	for i, c := range constraints {
 		switch {
 		case strings.TrimSpace(c) == "":
-			errs = append(errs, field.Required(p.Index(i), "state the constraint in words, or remove the entry"))
+			errs = append(errs, field.Required(p.Index(i), "must not be blank: state the constraint in words, or remove the entry"))
 		case utf8.RuneCountInString(c) > maxConstraintLength:
 			errs = append(errs, field.TooLong(p.Index(i), c, maxConstraintLength))
 		}

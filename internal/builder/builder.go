@@ -165,6 +165,12 @@ type InvalidProtocol struct {
 func InvalidProtocols() map[string]InvalidProtocol {
 	return map[string]InvalidProtocol{
 		"blank question":        {func(s *v1alpha1.AutoResearchSpec) { s.ResearchQuestion = "" }, "spec.researchQuestion"},
+		"whitespace question":   {func(s *v1alpha1.AutoResearchSpec) { s.ResearchQuestion = " \n " }, "spec.researchQuestion"},
+		"whitespace train":      {func(s *v1alpha1.AutoResearchSpec) { s.Train.Command = "  " }, "spec.train.command"},
+		"whitespace eval":       {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Command = "\t" }, "spec.eval.command"},
+		"whitespace researcher": {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = " " }, "spec.researcher.command"},
+		"whitespace profile":    {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{Command: " "} }, "spec.profile.command"},
+		"whitespace constraint": {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{"seed 42", "  "} }, "spec.fixed.constraints[1]"},
 		"maxRounds zero":        {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 0 }, "spec.maxRounds"},
 		"bad target":            {func(s *v1alpha1.AutoResearchSpec) { s.Target = "low" }, "spec.target"},
 		"bad baseline":          {func(s *v1alpha1.AutoResearchSpec) { s.Baseline = &v1alpha1.BaselineSpec{Value: "1,5"} }, "spec.baseline.value"},
