@@ -308,10 +308,16 @@ type EvalSpec struct {
 
 	// pattern is a regular expression with one capture group (or a group
 	// named value) that finds the metric when the output does not print
-	// `metric: value` or `metric=value`.
+	// `metric: value` or `metric=value`. The first rule compiles the
+	// pattern, which fails the rule with the parser's error when it is not
+	// a regular expression; the second finds an opening parenthesis that is
+	// not escaped and starts a capture group. Only Validate counts the
+	// groups exactly.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="''.matches(self) || !''.matches(self)",message="must be a regular expression (RE2 syntax) with a capture group around the value, such as val_bpb=([0-9.]+)"
+	// +kubebuilder:validation:XValidation:rule=`self.matches('(^|[^\\\\])(\\\\\\\\)*[(]([^?]|[?]P?<)')`,message="must have a capture group around the value, such as val_bpb=([0-9.]+)"
 	Pattern string `json:"pattern,omitempty"`
 
 	// image runs evaluation in a cluster; defaults to the training image.

@@ -14,9 +14,11 @@ import (
 )
 
 // The API server enforces the CRD's OpenAPI and CEL rules, which come from
-// the markers on these types. Validate states the same rules in Go, and the
-// few that no schema can express (a pattern that compiles), so that the
-// local runner and the operator judge a protocol alike.
+// the markers on these types. Validate states the same rules in Go, so that
+// the local runner and the operator judge a protocol alike, and the few that
+// no CEL rule can state exactly: how many capture groups eval.pattern has.
+// The engine runs Validate before anything else, so what only it refuses
+// fails the experiment with InvalidSpec at once.
 
 var (
 	decimalRE    = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$`)
@@ -144,10 +146,17 @@ func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("command"), "must not be blank: give the fixed evaluation command"))
 	}
 	if e.Pattern != "" {
-		if re, err := regexp.Compile(e.Pattern); err != nil {
+		// As the metric reader takes it: a group named value, or else
+		// exactly one capture group.
+		re, err := regexp.Compile(e.Pattern)
+		switch {
+		case err != nil:
 			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, "invalid regular expression: "+err.Error()))
-		} else if re.NumSubexp() < 1 {
-			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, "needs a capture group around the value"))
+		case re.SubexpIndex("value") > 0:
+		case re.NumSubexp() == 0:
+			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, "needs a capture group around the value, such as val_bpb=([0-9.]+)"))
+		case re.NumSubexp() > 1:
+			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, fmt.Sprintf("needs a capture group named value, as in (?P<value>[0-9.]+), to say which of its %d groups holds the value", re.NumSubexp())))
 		}
 	}
 	if e.Timeout != nil {

@@ -195,6 +195,8 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"output escapes":        {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"../ckpt"} }, "spec.train.outputs[0]"},
 		"cache escapes":         {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Caches = []v1alpha1.RelativePath{"/root/.cache"} }, "spec.workspace.caches[0]"},
 		"bad metric":            {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "val bpb" }, "spec.eval.metric"},
+		"pattern not a regex":   {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=([0-9.]+" }, "spec.eval.pattern"},
+		"pattern without group": {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=[0-9.]+" }, "spec.eval.pattern"},
 		"bad direction":         {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
 		"no researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},
 		"empty profile":         {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command"},

@@ -147,3 +147,47 @@ func TestValidateRefusesALongName(t *testing.T) {
 		t.Errorf("errors %v; want the long name refused", errs)
 	}
 }
+
+// TestMetricPatterns holds the CRD's rules on eval.pattern and the Go
+// rules together: a pattern that is no regular expression, or that has no
+// capture group, is refused by both. Only the Go rules count the groups
+// exactly; the engine refuses what they alone find before anything runs.
+func TestMetricPatterns(t *testing.T) {
+	const (
+		both   = "both"
+		goOnly = "Go only"
+		none   = ""
+	)
+	for pattern, refused := range map[string]string{
+		`val_bpb=([0-9.]+)`:                none,
+		`(?P<value>[0-9.]+)`:               none,
+		`(?<value>[0-9.]+)`:                none,
+		`(?i)val_bpb: ([0-9.]+)`:           none,
+		`(?:loss|bpb)=([0-9.]+)`:           none,
+		`\\([0-9.]+)`:                      none,
+		`(?P<name>\w+)=(?P<value>[0-9.]+)`: none,
+		`val_bpb: [0-9.]+`:                 both,
+		`(?:val_bpb): [0-9.]+`:             both,
+		`\(val_bpb\) [0-9.]+`:              both,
+		`val_bpb ([0-9.`:                   both,
+		`val_bpb [0-9.]+)`:                 both,
+		`val_bpb=(?P<value[0-9.]+)`:        both,
+		`(val|test)_bpb: ([0-9.]+)`:        goOnly,
+		`[(]val_bpb[)] [0-9.]+`:            goOnly,
+	} {
+		t.Run(pattern, func(t *testing.T) {
+			spec := builder.MakeAutoResearch("demo", "ns").Edit(func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = pattern }).SpecObj()
+			schemaErr := validateSpec(t, spec)
+			goErr := spec.Validate().ToAggregate()
+			if got, want := mentions(schemaErr, "spec.eval.pattern"), refused == both; got != want {
+				t.Errorf("the CRD's rules: %v; want refused: %v", schemaErr, want)
+			}
+			if got, want := mentions(goErr, "spec.eval.pattern"), refused != none; got != want {
+				t.Errorf("the Go rules: %v; want refused: %v", goErr, want)
+			}
+			if mentions(schemaErr, "evaluating rule") && !mentions(schemaErr, "must be a regular expression") {
+				t.Errorf("the CRD's rules: %v; want the rule's message with the parser's error", schemaErr)
+			}
+		})
+	}
+}
