@@ -118,7 +118,7 @@ func TestCRDRejectsTheInvalidProtocols(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ar := builder.MakeAutoResearch("bad", ns).Edit(tc.Edit).Obj()
 			err := k8s.Create(context.Background(), ar)
-			if err == nil || !strings.Contains(err.Error(), tc.Field) || strings.Contains(err.Error(), "evaluating rule") {
+			if err == nil || !strings.Contains(err.Error(), tc.Field) || strings.Contains(err.Error(), "no such key") || strings.Contains(err.Error(), "type conversion error") {
 				t.Errorf("error %v; want one on %s", err, tc.Field)
 			}
 		})

@@ -18,7 +18,7 @@ const (
 // AutoResearchSpec is the research protocol: what to improve, which files are
 // fixed and which may change, how to train and how the fixed evaluation
 // measures the result.
-// +kubebuilder:validation:XValidation:rule="!has(self.fixed.files) || !self.fixed.files.exists(f, f in self.variable.files)",message="a file cannot be both fixed and variable: remove it from fixed.files or variable.files"
+// +kubebuilder:validation:XValidation:rule="!has(self.fixed.files) || !self.fixed.files.map(f, f.endsWith('/') ? f : f + '/').exists(d, self.variable.files.exists(v, (v + '/').startsWith(d)))",message="a file cannot be both fixed and variable: fixed.files names a variable file or a directory that holds one; remove it from fixed.files or variable.files",fieldPath=".fixed.files"
 // +kubebuilder:validation:XValidation:rule="!has(self.train.outputs) || !self.train.outputs.exists(o, (has(self.fixed.files) && self.fixed.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f.endsWith('/') ? f : f + '/'))) || (has(self.variable.files) && self.variable.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))))",message="train.outputs may not hold or lie inside a fixed or variable file: the evaluation runs those as sealed, never as training left them"
 // +kubebuilder:validation:XValidation:rule="self.fixed == oldSelf.fixed",message="fixed cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead",fieldPath=".fixed"
 // +kubebuilder:validation:XValidation:rule="self.train.command == oldSelf.train.command && (has(self.train.outputs) ? self.train.outputs : []) == (has(oldSelf.train.outputs) ? oldSelf.train.outputs : [])",message="train.command and train.outputs cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead",fieldPath=".train"
@@ -214,10 +214,12 @@ type FixedSpec struct {
 // VariableSpec holds what the Researcher may change.
 type VariableSpec struct {
 	// files are the files the Researcher may modify, relative to the
-	// experiment directory. New helper files are allowed too.
+	// experiment directory. New helper files are allowed too. The bound
+	// keeps the rule that compares them with every fixed pattern within
+	// the API server's cost limit.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:MaxItems=64
 	// +required
 	Files []RelativePath `json:"files,omitempty"`
 

@@ -16,7 +16,9 @@ import (
 // The API server enforces the CRD's OpenAPI and CEL rules, which come from
 // the markers on these types. Validate states the same rules in Go, so that
 // the local runner and the operator judge a protocol alike, and the few that
-// no CEL rule can state exactly: how many capture groups eval.pattern has.
+// no CEL rule can state exactly or within the API server's cost limit: how
+// many capture groups eval.pattern has, and whether a glob in fixed.files
+// matches a variable file.
 // The engine runs Validate before anything else, so what only it refuses
 // fails the experiment with InvalidSpec at once.
 
@@ -26,10 +28,12 @@ var (
 	moduleRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// The limits of fixed.constraints, as its markers give them.
+// The limits of fixed.constraints and variable.files, as their markers
+// give them.
 const (
 	maxConstraints      = 32
 	maxConstraintLength = 512
+	maxVariableFiles    = 64
 )
 
 // Validate reports every rule the spec breaks, in the order of its fields.
@@ -69,8 +73,11 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if s.Fixed.EpochLimit < 0 {
 		errs = append(errs, field.Invalid(p.Child("fixed", "epochLimit"), s.Fixed.EpochLimit, "must not be negative"))
 	}
-	if len(s.Variable.Files) == 0 {
+	switch n := len(s.Variable.Files); {
+	case n == 0:
 		errs = append(errs, field.Required(p.Child("variable", "files"), "list the files the Researcher may change"))
+	case n > maxVariableFiles:
+		errs = append(errs, field.TooMany(p.Child("variable", "files"), n, maxVariableFiles))
 	}
 	errs = append(errs, validatePaths(p.Child("variable", "files"), s.Variable.Files)...)
 	for i, f := range s.Fixed.Files {
@@ -260,7 +267,7 @@ func (r PathPattern) Validate(p *field.Path) field.ErrorList {
 			return field.ErrorList{field.Invalid(p, s, "** must be a whole path segment, such as eval/**/*.py")}
 		}
 		if _, err := path.Match(seg, ""); err != nil {
-			return field.ErrorList{field.Invalid(p, s, "is not a valid glob: "+err.Error())}
+			return field.ErrorList{field.Invalid(p, s, `is not a valid glob: close each [ with ] and put a character after each \, such as data/[a-c]*.csv`)}
 		}
 	}
 	return nil

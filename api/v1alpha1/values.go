@@ -63,4 +63,6 @@ type RelativePath string
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=512
 // +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.contains('//') && !self.matches('(^|/)[.][.]?(/|$)')",message="must be a clean relative path or glob inside the experiment directory, such as eval.py, eval/ or eval/**/*.py (no leading /, no . or .. segments, no //)"
+// +kubebuilder:validation:XValidation:rule=`self.matches('^(?:(?:[^\\\\/\\[]|\\\\[^/]|\\[(?:\\^(?:[^\\\\/\\]-]|\\\\[^/])|[^\\\\/\\]^-]|\\\\[^/])(?:-(?:[^\\\\/\\]-]|\\\\[^/]))?(?:(?:[^\\\\/\\]-]|\\\\[^/])(?:-(?:[^\\\\/\\]-]|\\\\[^/]))?)*\\])|/)*$')`,message="is not a valid glob: close each [ with ] and put a character after each \\, such as data/[a-c]*.csv"
+// +kubebuilder:validation:XValidation:rule="!self.matches('[^/][*][*]|[*][*][^/]')",message="** must be a whole path segment, such as eval/**/*.py"
 type PathPattern string

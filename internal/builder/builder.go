@@ -4,6 +4,7 @@
 package builder
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -186,6 +187,17 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"dot segment":           {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"./eval.py"} }, "spec.variable.files[0]"},
 		"double slash":          {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"src//train.py"} }, "spec.variable.files[0]"},
 		"the whole directory":   {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"."} }, "spec.variable.files[0]"},
+		"broken glob":           {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"data/[a-c.csv"} }, "spec.fixed.files[0]"},
+		"partial ** segment":    {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"eval/**.py"} }, "spec.fixed.files[0]"},
+		"fixed dir holds a variable file": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Fixed.Files, s.Variable.Files = []v1alpha1.PathPattern{"src/"}, []v1alpha1.RelativePath{"src/train.py"}
+		}, "spec.fixed.files"},
+		"too many variable files": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Variable.Files = nil
+			for i := range 65 {
+				s.Variable.Files = append(s.Variable.Files, v1alpha1.RelativePath(fmt.Sprintf("src/f%d.py", i)))
+			}
+		}, "spec.variable.files"},
 		"fixed and variable":    {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
 		"blank constraint":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{"seed 42", ""} }, "spec.fixed.constraints[1]"},
 		"long constraint":       {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{strings.Repeat("x", 513)} }, "spec.fixed.constraints[0]"},
