@@ -487,16 +487,20 @@ type WorkspaceSpec struct {
 
 	// size of the workspace claim in a cluster.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="must be a positive size such as 10Gi"
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// storageClassName of the workspace claim.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be the name of a StorageClass: lowercase letters, digits, '-' and '.', such as fast-ssd"
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
-	// accessModes of the workspace claim; defaults to ReadWriteOnce.
+	// accessModes of the workspace claim; defaults to ReadWriteOnce. The
+	// experiment writes its repository there, so ReadOnlyMany cannot serve.
 	// +optional
 	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:Enum=ReadWriteOnce;ReadWriteMany;ReadWriteOncePod
 	// +listType=atomic
 	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 

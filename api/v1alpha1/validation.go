@@ -5,11 +5,14 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -111,7 +114,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if s.Source.Git != nil && s.Source.PVC != nil {
 		errs = append(errs, field.Forbidden(p.Child("source"), "takes either git or pvc, not both"))
 	}
-	errs = append(errs, validatePaths(p.Child("workspace", "caches"), s.Workspace.Caches)...)
+	errs = append(errs, s.Workspace.validate(p.Child("workspace"))...)
 	if s.Source.Subdir != "" {
 		errs = append(errs, s.Source.Subdir.Validate(p.Child("source", "subdir"))...)
 	}
@@ -170,6 +173,26 @@ func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, e.Timeout.Validate(p.Child("timeout"))...)
 	}
 	return errs
+}
+
+// workspaceAccessModes are the access modes a workspace claim may ask
+// for: the experiment writes its repository there.
+var workspaceAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteMany, corev1.ReadWriteOncePod}
+
+func (w *WorkspaceSpec) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if w.Size != nil && w.Size.Sign() <= 0 {
+		errs = append(errs, field.Invalid(p.Child("size"), w.Size.String(), "must be a positive size such as 10Gi"))
+	}
+	if c := w.StorageClassName; c != nil && len(validation.IsDNS1123Subdomain(*c)) > 0 {
+		errs = append(errs, field.Invalid(p.Child("storageClassName"), *c, "must be the name of a StorageClass: lowercase letters, digits, '-' and '.', such as fast-ssd"))
+	}
+	for i, m := range w.AccessModes {
+		if !slices.Contains(workspaceAccessModes, m) {
+			errs = append(errs, field.NotSupported(p.Child("accessModes").Index(i), m, workspaceAccessModes))
+		}
+	}
+	return append(errs, validatePaths(p.Child("caches"), w.Caches)...)
 }
 
 func validateKernelTargets(p *field.Path, targets []KernelTarget) field.ErrorList {

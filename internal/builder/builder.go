@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -198,20 +199,29 @@ func InvalidProtocols() map[string]InvalidProtocol {
 				s.Variable.Files = append(s.Variable.Files, v1alpha1.RelativePath(fmt.Sprintf("src/f%d.py", i)))
 			}
 		}, "spec.variable.files"},
-		"fixed and variable":    {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
-		"blank constraint":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{"seed 42", ""} }, "spec.fixed.constraints[1]"},
-		"long constraint":       {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{strings.Repeat("x", 513)} }, "spec.fixed.constraints[0]"},
-		"too many constraints":  {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = slices.Repeat([]string{"seed 42"}, 33) }, "spec.fixed.constraints"},
-		"negative GPUs":         {func(s *v1alpha1.AutoResearchSpec) { s.Train.GPUs = ptr.To(int32(-1)) }, "spec.train.gpus"},
-		"output is the eval":    {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
-		"output escapes":        {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"../ckpt"} }, "spec.train.outputs[0]"},
-		"cache escapes":         {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Caches = []v1alpha1.RelativePath{"/root/.cache"} }, "spec.workspace.caches[0]"},
-		"bad metric":            {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "val bpb" }, "spec.eval.metric"},
-		"pattern not a regex":   {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=([0-9.]+" }, "spec.eval.pattern"},
-		"pattern without group": {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=[0-9.]+" }, "spec.eval.pattern"},
-		"bad direction":         {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
-		"no researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},
-		"empty profile":         {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command"},
+		"fixed and variable":   {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
+		"blank constraint":     {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{"seed 42", ""} }, "spec.fixed.constraints[1]"},
+		"long constraint":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{strings.Repeat("x", 513)} }, "spec.fixed.constraints[0]"},
+		"too many constraints": {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = slices.Repeat([]string{"seed 42"}, 33) }, "spec.fixed.constraints"},
+		"negative GPUs":        {func(s *v1alpha1.AutoResearchSpec) { s.Train.GPUs = ptr.To(int32(-1)) }, "spec.train.gpus"},
+		"output is the eval":   {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
+		"output escapes":       {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"../ckpt"} }, "spec.train.outputs[0]"},
+		"cache escapes":        {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Caches = []v1alpha1.RelativePath{"/root/.cache"} }, "spec.workspace.caches[0]"},
+		"negative workspace":   {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Size = ptr.To(resource.MustParse("-1Gi")) }, "spec.workspace.size"},
+		"empty workspace":      {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Size = ptr.To(resource.MustParse("0")) }, "spec.workspace.size"},
+		"unknown access mode": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Workspace.AccessModes = []corev1.PersistentVolumeAccessMode{"ReadWriteSometimes"}
+		}, "spec.workspace.accessModes[0]"},
+		"read-only workspace": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Workspace.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}
+		}, "spec.workspace.accessModes[1]"},
+		"storage class with a space": {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.StorageClassName = ptr.To("Fast SSD") }, "spec.workspace.storageClassName"},
+		"bad metric":                 {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "val bpb" }, "spec.eval.metric"},
+		"pattern not a regex":        {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=([0-9.]+" }, "spec.eval.pattern"},
+		"pattern without group":      {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=[0-9.]+" }, "spec.eval.pattern"},
+		"bad direction":              {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
+		"no researcher":              {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},
+		"empty profile":              {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command"},
 		"infinite tolerance": {func(s *v1alpha1.AutoResearchSpec) {
 			s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m:f", BaselineModule: "r:f", Fixture: "r:x", Rtol: "1e400"}}
 		}, "spec.kernelTargets[0].rtol"},
