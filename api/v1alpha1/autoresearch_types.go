@@ -284,6 +284,9 @@ type TrainSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator in ['Exists', 'Equal']",message="operator must be Exists or Equal"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.effect) || self.effect in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="effect must be NoSchedule, PreferNoSchedule or NoExecute, or empty for all three"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",message="a toleration with operator Exists takes no value"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 

@@ -20,8 +20,9 @@ import (
 // the markers on these types. Validate states the same rules in Go, so that
 // the local runner and the operator judge a protocol alike, and the few that
 // no CEL rule can state exactly or within the API server's cost limit: how
-// many capture groups eval.pattern has, and whether a glob in fixed.files
-// matches a variable file.
+// many capture groups eval.pattern has, whether a glob in fixed.files
+// matches a variable file, and whether an environment variable's name is one
+// a pod takes.
 // The engine runs Validate before anything else, so what only it refuses
 // fails the experiment with InvalidSpec at once.
 
@@ -96,6 +97,8 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if g := s.Train.GPUs; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(p.Child("train", "gpus"), *g, "must not be negative"))
 	}
+	errs = append(errs, validateEnv(p.Child("train", "env"), s.Train.Env)...)
+	errs = append(errs, validateTolerations(p.Child("train", "tolerations"), s.Train.Tolerations)...)
 	errs = append(errs, s.Eval.validate(p.Child("eval"))...)
 	if s.Profile != nil {
 		required(p.Child("profile", "command"), s.Profile.Command, "give the command that profiles the training code")
@@ -108,6 +111,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 		errs = append(errs, field.Forbidden(p.Child("kernelTargets"), "kernelTargets need their baseline modules listed in fixed.files"))
 	}
 	required(p.Child("researcher", "command"), s.Researcher.Command, "give the command that starts the Researcher")
+	errs = append(errs, validateEnv(p.Child("researcher", "env"), s.Researcher.Env)...)
 	if s.Researcher.Timeout != nil {
 		errs = append(errs, s.Researcher.Timeout.Validate(p.Child("researcher", "timeout"))...)
 	}
@@ -193,6 +197,40 @@ func (w *WorkspaceSpec) validate(p *field.Path) field.ErrorList {
 		}
 	}
 	return append(errs, validatePaths(p.Child("caches"), w.Caches)...)
+}
+
+// validateEnv refuses a name that a pod would refuse. No CRD rule can: the
+// API server cannot bound the cost of one on a name of unbounded length.
+func validateEnv(p *field.Path, env []corev1.EnvVar) field.ErrorList {
+	var errs field.ErrorList
+	for i, e := range env {
+		if len(validation.IsRelaxedEnvVarName(e.Name)) > 0 {
+			errs = append(errs, field.Invalid(p.Index(i).Child("name"), e.Name, "must be an environment variable name such as WANDB_API_KEY: printable ASCII characters other than '='"))
+		}
+	}
+	return errs
+}
+
+// validateTolerations refuses what a pod would refuse, as the CRD rules on
+// train.tolerations do.
+func validateTolerations(p *field.Path, tolerations []corev1.Toleration) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range tolerations {
+		switch t.Operator {
+		case "", corev1.TolerationOpExists, corev1.TolerationOpEqual:
+		default:
+			errs = append(errs, field.Invalid(p.Index(i), t.Operator, "operator must be Exists or Equal"))
+		}
+		switch t.Effect {
+		case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			errs = append(errs, field.Invalid(p.Index(i), t.Effect, "effect must be NoSchedule, PreferNoSchedule or NoExecute, or empty for all three"))
+		}
+		if t.Operator == corev1.TolerationOpExists && t.Value != "" {
+			errs = append(errs, field.Invalid(p.Index(i), t.Value, "a toleration with operator Exists takes no value"))
+		}
+	}
+	return errs
 }
 
 func validateKernelTargets(p *field.Path, targets []KernelTarget) field.ErrorList {

@@ -216,12 +216,21 @@ func InvalidProtocols() map[string]InvalidProtocol {
 			s.Workspace.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}
 		}, "spec.workspace.accessModes[1]"},
 		"storage class with a space": {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.StorageClassName = ptr.To("Fast SSD") }, "spec.workspace.storageClassName"},
-		"bad metric":                 {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "val bpb" }, "spec.eval.metric"},
-		"pattern not a regex":        {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=([0-9.]+" }, "spec.eval.pattern"},
-		"pattern without group":      {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=[0-9.]+" }, "spec.eval.pattern"},
-		"bad direction":              {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
-		"no researcher":              {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},
-		"empty profile":              {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command"},
+		"toleration operator in lower case": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Train.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: "exists"}}
+		}, "spec.train.tolerations[0]"},
+		"unknown toleration effect": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Train.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: "NoScheduling"}}
+		}, "spec.train.tolerations[0]"},
+		"toleration Exists with a value": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Train.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Value: "present"}}
+		}, "spec.train.tolerations[0]"},
+		"bad metric":            {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "val bpb" }, "spec.eval.metric"},
+		"pattern not a regex":   {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=([0-9.]+" }, "spec.eval.pattern"},
+		"pattern without group": {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = "val_bpb=[0-9.]+" }, "spec.eval.pattern"},
+		"bad direction":         {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
+		"no researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},
+		"empty profile":         {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command"},
 		"infinite tolerance": {func(s *v1alpha1.AutoResearchSpec) {
 			s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m:f", BaselineModule: "r:f", Fixture: "r:x", Rtol: "1e400"}}
 		}, "spec.kernelTargets[0].rtol"},
