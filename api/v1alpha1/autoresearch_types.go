@@ -19,7 +19,7 @@ const (
 // fixed and which may change, how to train and how the fixed evaluation
 // measures the result.
 // +kubebuilder:validation:XValidation:rule="!has(self.fixed.files) || !self.fixed.files.map(f, f.endsWith('/') ? f : f + '/').exists(d, self.variable.files.exists(v, (v + '/').startsWith(d)))",message="a file cannot be both fixed and variable: fixed.files names a variable file or a directory that holds one; remove it from fixed.files or variable.files",fieldPath=".fixed.files"
-// +kubebuilder:validation:XValidation:rule="!has(self.train.outputs) || !self.train.outputs.exists(o, (has(self.fixed.files) && self.fixed.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f.endsWith('/') ? f : f + '/'))) || (has(self.variable.files) && self.variable.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))))",message="train.outputs may not hold or lie inside a fixed or variable file: the evaluation runs those as sealed, never as training left them"
+// +kubebuilder:validation:XValidation:rule="!has(self.train.outputs) || !self.train.outputs.exists(o, (has(self.fixed.files) && self.fixed.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f.endsWith('/') ? f : f + '/'))) || (has(self.variable.files) && self.variable.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))))",message="train.outputs may not hold or lie inside a fixed or variable file: the evaluation runs those as sealed, never as training left them",fieldPath=".train.outputs"
 // +kubebuilder:validation:XValidation:rule="self.fixed == oldSelf.fixed",message="fixed cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead",fieldPath=".fixed"
 // +kubebuilder:validation:XValidation:rule="self.train.command == oldSelf.train.command && (has(self.train.outputs) ? self.train.outputs : []) == (has(oldSelf.train.outputs) ? oldSelf.train.outputs : [])",message="train.command and train.outputs cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead",fieldPath=".train"
 // +kubebuilder:validation:XValidation:rule="self.eval.command == oldSelf.eval.command && self.eval.metric == oldSelf.eval.metric && self.eval.direction == oldSelf.eval.direction && has(self.eval.pattern) == has(oldSelf.eval.pattern) && (!has(self.eval.pattern) || self.eval.pattern == oldSelf.eval.pattern)",message="eval.command, eval.metric, eval.direction and eval.pattern cannot change once the experiment exists: they are the measure of every verdict; start a new experiment instead",fieldPath=".eval"
@@ -295,7 +295,7 @@ type EvalSpec struct {
 	// metric is the name of the metric the command prints, e.g. val_bpb.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.\-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z_][A-Za-z0-9_.-]*$')",message="must be the name the eval command prints the metric under, such as val_bpb: a letter or _, then letters, digits, '_', '.' and '-'"
 	// +required
 	Metric string `json:"metric,omitempty"`
 
@@ -360,22 +360,16 @@ type KernelTarget struct {
 	Name string `json:"name,omitempty"`
 
 	// newModule is the candidate function as `module:function`, in a variable file.
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`
 	// +required
-	NewModule string `json:"newModule"`
+	NewModule FunctionRef `json:"newModule"`
 
 	// baselineModule is the reference function as `module:function`, in a fixed file.
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`
 	// +required
-	BaselineModule string `json:"baselineModule"`
+	BaselineModule FunctionRef `json:"baselineModule"`
 
 	// fixture is a zero-argument function returning (args, kwargs), as `module:function`.
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`
 	// +required
-	Fixture string `json:"fixture"`
+	Fixture FunctionRef `json:"fixture"`
 
 	// atol is the absolute tolerance, as a decimal string.
 	// +optional

@@ -27,9 +27,9 @@ import (
 // fails the experiment with InvalidSpec at once.
 
 var (
-	decimalRE    = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$`)
-	metricNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*$`)
-	moduleRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
+	decimalRE     = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$`)
+	metricNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*$`)
+	functionRefRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // The limits of fixed.constraints and variable.files, as their markers
@@ -151,7 +151,7 @@ func (s *AutoResearchSpec) validateOutputs(p *field.Path) field.ErrorList {
 func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if !metricNameRE.MatchString(e.Metric) {
-		errs = append(errs, field.Invalid(p.Child("metric"), e.Metric, "must be the metric name the eval command prints, such as val_bpb"))
+		errs = append(errs, field.Invalid(p.Child("metric"), e.Metric, "must be the name the eval command prints the metric under, such as val_bpb: a letter or _, then letters, digits, '_', '.' and '-'"))
 	}
 	if e.Direction != DirectionMaximize && e.Direction != DirectionMinimize {
 		errs = append(errs, field.NotSupported(p.Child("direction"), e.Direction, []Direction{DirectionMaximize, DirectionMinimize}))
@@ -245,11 +245,9 @@ func validateKernelTargets(p *field.Path, targets []KernelTarget) field.ErrorLis
 			errs = append(errs, field.Duplicate(fp.Child("name"), k.Name))
 		}
 		seen[k.Name] = true
-		for _, m := range []struct{ name, value string }{{"newModule", k.NewModule}, {"baselineModule", k.BaselineModule}, {"fixture", k.Fixture}} {
-			if !moduleRE.MatchString(m.value) {
-				errs = append(errs, field.Invalid(fp.Child(m.name), m.value, "must look like module:function"))
-			}
-		}
+		errs = append(errs, k.NewModule.Validate(fp.Child("newModule"))...)
+		errs = append(errs, k.BaselineModule.Validate(fp.Child("baselineModule"))...)
+		errs = append(errs, k.Fixture.Validate(fp.Child("fixture"))...)
 		errs = append(errs, k.Atol.Validate(fp.Child("atol"))...)
 		errs = append(errs, k.Rtol.Validate(fp.Child("rtol"))...)
 	}
@@ -302,6 +300,14 @@ func (d NonNegativeDecimal) Validate(p *field.Path) field.ErrorList {
 func (d Duration) Validate(p *field.Path) field.ErrorList {
 	if d.Duration < time.Second || d.Duration > MaxDuration {
 		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must be a duration from 1s to 168h such as 90s, 5m or 1h30m")}
+	}
+	return nil
+}
+
+// Validate checks the reference as its CRD rule does.
+func (f FunctionRef) Validate(p *field.Path) field.ErrorList {
+	if !functionRefRE.MatchString(string(f)) {
+		return field.ErrorList{field.Invalid(p, f, "must name a function as module:function, such as kernels.attention:flash_forward")}
 	}
 	return nil
 }

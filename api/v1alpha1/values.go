@@ -66,3 +66,9 @@ type RelativePath string
 // +kubebuilder:validation:XValidation:rule=`self.matches('^(?:(?:[^\\\\/\\[]|\\\\[^/]|\\[(?:\\^(?:[^\\\\/\\]-]|\\\\[^/])|[^\\\\/\\]^-]|\\\\[^/])(?:-(?:[^\\\\/\\]-]|\\\\[^/]))?(?:(?:[^\\\\/\\]-]|\\\\[^/])(?:-(?:[^\\\\/\\]-]|\\\\[^/]))?)*\\])|/)*$')`,message="is not a valid glob: close each [ with ] and put a character after each \\, such as data/[a-c]*.csv"
 // +kubebuilder:validation:XValidation:rule="!self.matches('[^/][*][*]|[*][*][^/]')",message="** must be a whole path segment, such as eval/**/*.py"
 type PathPattern string
+
+// FunctionRef names a Python function as module:function, such as
+// "kernels.attention:flash_forward".
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$')",message="must name a function as module:function, such as kernels.attention:flash_forward"
+type FunctionRef string
