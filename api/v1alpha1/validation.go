@@ -32,12 +32,15 @@ var (
 	functionRefRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// The limits of fixed.constraints and variable.files, as their markers
-// give them.
+// Limits, as the markers give them.
 const (
+	maxRounds           = 100000
 	maxConstraints      = 32
 	maxConstraintLength = 512
 	maxVariableFiles    = 64
+	maxGPUs             = 64
+	maxKernelTargets    = 32
+	maxHistoryLimit     = 100
 )
 
 // Validate reports every rule the spec breaks, in the order of its fields.
@@ -50,8 +53,8 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 		}
 	}
 	required(p.Child("researchQuestion"), s.ResearchQuestion, "say what the experiment tries to find out")
-	if s.MaxRounds < 1 {
-		errs = append(errs, field.Invalid(p.Child("maxRounds"), s.MaxRounds, "must be at least 1"))
+	if s.MaxRounds < 1 || s.MaxRounds > maxRounds {
+		errs = append(errs, field.Invalid(p.Child("maxRounds"), s.MaxRounds, fmt.Sprintf("must be between 1 and %d", maxRounds)))
 	}
 	if s.Target != "" {
 		errs = append(errs, s.Target.Validate(p.Child("target"))...)
@@ -72,6 +75,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	for i, f := range s.Fixed.Files {
 		errs = append(errs, f.Validate(p.Child("fixed", "files").Index(i))...)
 	}
+	errs = append(errs, duplicates(p.Child("fixed", "files"), s.Fixed.Files)...)
 	errs = append(errs, validateConstraints(p.Child("fixed", "constraints"), s.Fixed.Constraints)...)
 	errs = append(errs, s.Fixed.TimeLimit.Validate(p.Child("fixed", "timeLimit"))...)
 	if s.Fixed.EpochLimit < 0 {
@@ -94,8 +98,8 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	}
 	required(p.Child("train", "command"), s.Train.Command, "give the command that trains a candidate")
 	errs = append(errs, s.validateOutputs(p.Child("train", "outputs"))...)
-	if g := s.Train.GPUs; g != nil && *g < 0 {
-		errs = append(errs, field.Invalid(p.Child("train", "gpus"), *g, "must not be negative"))
+	if g := s.Train.GPUs; g != nil && (*g < 0 || *g > maxGPUs) {
+		errs = append(errs, field.Invalid(p.Child("train", "gpus"), *g, fmt.Sprintf("must be between 0 and %d", maxGPUs)))
 	}
 	errs = append(errs, validateEnv(p.Child("train", "env"), s.Train.Env)...)
 	errs = append(errs, validateTolerations(p.Child("train", "tolerations"), s.Train.Tolerations)...)
@@ -121,6 +125,9 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	errs = append(errs, s.Workspace.validate(p.Child("workspace"))...)
 	if s.Source.Subdir != "" {
 		errs = append(errs, s.Source.Subdir.Validate(p.Child("source", "subdir"))...)
+	}
+	if s.HistoryLimit < 0 || s.HistoryLimit > maxHistoryLimit {
+		errs = append(errs, field.Invalid(p.Child("historyLimit"), s.HistoryLimit, fmt.Sprintf("must be between 1 and %d", maxHistoryLimit)))
 	}
 	return errs
 }
@@ -235,6 +242,9 @@ func validateTolerations(p *field.Path, tolerations []corev1.Toleration) field.E
 
 func validateKernelTargets(p *field.Path, targets []KernelTarget) field.ErrorList {
 	var errs field.ErrorList
+	if len(targets) > maxKernelTargets {
+		errs = append(errs, field.TooMany(p, len(targets), maxKernelTargets))
+	}
 	seen := map[string]bool{}
 	for i, k := range targets {
 		fp := p.Index(i)
@@ -276,6 +286,19 @@ func validatePaths(p *field.Path, paths []RelativePath) field.ErrorList {
 	var errs field.ErrorList
 	for i, f := range paths {
 		errs = append(errs, f.Validate(p.Index(i))...)
+	}
+	return append(errs, duplicates(p, paths)...)
+}
+
+// duplicates refuses a value that a list, a set in the CRD, holds twice.
+func duplicates[T comparable](p *field.Path, values []T) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[T]bool{}
+	for i, v := range values {
+		if seen[v] {
+			errs = append(errs, field.Duplicate(p.Index(i), v))
+		}
+		seen[v] = true
 	}
 	return errs
 }

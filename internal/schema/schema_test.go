@@ -22,8 +22,8 @@ func TestOneRuleSet(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := builder.MakeAutoResearch("demo", "ns").Edit(tc.Edit).SpecObj()
 			schemaErrs := validateSpec(t, spec)
-			if !mentions(schemaErrs, tc.Field) {
-				t.Errorf("the CRD's rules: %v; want an error on %s", schemaErrs, tc.Field)
+			if !mentions(schemaErrs, tc.Field) || !mentions(schemaErrs, tc.Says) {
+				t.Errorf("the CRD's rules: %v; want an error on %s saying %q", schemaErrs, tc.Field, tc.Says)
 			}
 			if goErrs := spec.Validate(); !mentions(goErrs.ToAggregate(), tc.Field) {
 				t.Errorf("the Go rules: %v; want an error on %s", goErrs, tc.Field)
