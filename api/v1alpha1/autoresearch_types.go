@@ -104,13 +104,13 @@ type AutoResearchSpec struct {
 	// source too.
 	// +optional
 	// +kubebuilder:default={}
-	Source SourceSpec `json:"source"`
+	Source SourceSpec `json:"source"` //nolint:kubeapilinter // defaulted to {} for the rule that freezes it; Go clients always write it.
 
 	// workspace is where the experiment's worktree lives. The empty default
 	// lets the rule that freezes it compare an omitted workspace too.
 	// +optional
 	// +kubebuilder:default={}
-	Workspace WorkspaceSpec `json:"workspace"`
+	Workspace WorkspaceSpec `json:"workspace"` //nolint:kubeapilinter // defaulted to {} for the rule that freezes it; Go clients always write it.
 
 	// guidance holds notes from the human on the loop. Every Researcher sees
 	// them; the round that first sees a note records it in its Note column.

@@ -59,13 +59,8 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if s.Target != "" {
 		errs = append(errs, s.Target.Validate(p.Child("target"))...)
 	}
-	if b := s.Baseline; b != nil {
-		if b.Value != "" {
-			errs = append(errs, b.Value.Validate(p.Child("baseline", "value"))...)
-		}
-		if b.Runs < 0 || b.Runs > 20 {
-			errs = append(errs, field.Invalid(p.Child("baseline", "runs"), b.Runs, "must be between 1 and 20"))
-		}
+	if s.Baseline != nil {
+		errs = append(errs, s.Baseline.validate(p.Child("baseline"))...)
 	}
 	errs = append(errs, s.Acceptance.MinDelta.Validate(p.Child("acceptance", "minDelta"))...)
 	errs = append(errs, s.Acceptance.NoiseFactor.Validate(p.Child("acceptance", "noiseFactor"))...)
@@ -88,14 +83,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 		errs = append(errs, field.TooMany(p.Child("variable", "files"), n, maxVariableFiles))
 	}
 	errs = append(errs, validatePaths(p.Child("variable", "files"), s.Variable.Files)...)
-	for i, f := range s.Fixed.Files {
-		for _, v := range s.Variable.Files {
-			if string(f) == string(v) || f.Matches(string(v)) {
-				errs = append(errs, field.Invalid(p.Child("fixed", "files").Index(i), f, fmt.Sprintf("covers variable file %s, which cannot be both fixed and variable: remove it from fixed.files or variable.files", v)))
-				break
-			}
-		}
-	}
+	errs = append(errs, s.validateFixedCoversNoVariable(p.Child("fixed", "files"))...)
 	required(p.Child("train", "command"), s.Train.Command, "give the command that trains a candidate")
 	errs = append(errs, s.validateOutputs(p.Child("train", "outputs"))...)
 	if g := s.Train.GPUs; g != nil && (*g < 0 || *g > maxGPUs) {
@@ -128,6 +116,32 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	}
 	if s.HistoryLimit < 0 || s.HistoryLimit > maxHistoryLimit {
 		errs = append(errs, field.Invalid(p.Child("historyLimit"), s.HistoryLimit, fmt.Sprintf("must be between 1 and %d", maxHistoryLimit)))
+	}
+	return errs
+}
+
+func (b *BaselineSpec) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if b.Value != "" {
+		errs = append(errs, b.Value.Validate(p.Child("value"))...)
+	}
+	if b.Runs < 0 || b.Runs > 20 {
+		errs = append(errs, field.Invalid(p.Child("runs"), b.Runs, "must be between 1 and 20"))
+	}
+	return errs
+}
+
+// validateFixedCoversNoVariable refuses a fixed pattern that names or
+// matches a variable file, or a directory that holds one.
+func (s *AutoResearchSpec) validateFixedCoversNoVariable(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range s.Fixed.Files {
+		for _, v := range s.Variable.Files {
+			if string(f) == string(v) || f.Matches(string(v)) {
+				errs = append(errs, field.Invalid(p.Index(i), f, fmt.Sprintf("covers variable file %s, which cannot be both fixed and variable: remove it from fixed.files or variable.files", v)))
+				break
+			}
+		}
 	}
 	return errs
 }
