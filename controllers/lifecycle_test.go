@@ -247,7 +247,7 @@ func TestSpecNoSchemaRefusesFailsBeforeAnythingRuns(t *testing.T) {
 	ns := newNamespace(t)
 	startManager(t)
 	// The API server cannot count a pattern's capture groups; the engine can.
-	ar := builder.MakeAutoResearch(experiment, ns).Edit(func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = `val_bpb: [0-9.]+` }).Obj()
+	ar := builder.MakeAutoResearch(experiment, ns).Edit(func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = `(val|test)_bpb: ([0-9.]+)` }).Obj()
 	if err := k8s.Create(context.Background(), ar); err != nil {
 		t.Fatal(err)
 	}

@@ -18,16 +18,18 @@ const (
 // AutoResearchSpec is the research protocol: what to improve, which files are
 // fixed and which may change, how to train and how the fixed evaluation
 // measures the result.
-// +kubebuilder:validation:XValidation:rule="!has(self.fixed.files) || !self.fixed.files.exists(f, f in self.variable.files)",message="a file cannot be both fixed and variable: remove it from fixed.files or variable.files"
-// +kubebuilder:validation:XValidation:rule="!has(self.train.outputs) || !self.train.outputs.exists(o, (has(self.fixed.files) && self.fixed.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f.endsWith('/') ? f : f + '/'))) || (has(self.variable.files) && self.variable.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))))",message="train.outputs may not hold or lie inside a fixed or variable file: the evaluation runs those as sealed, never as training left them"
-// +kubebuilder:validation:XValidation:rule="self.fixed == oldSelf.fixed",message="fixed cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
-// +kubebuilder:validation:XValidation:rule="self.train.command == oldSelf.train.command && (has(self.train.outputs) ? self.train.outputs : []) == (has(oldSelf.train.outputs) ? oldSelf.train.outputs : [])",message="train.command and train.outputs cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead"
-// +kubebuilder:validation:XValidation:rule="self.eval.command == oldSelf.eval.command && self.eval.metric == oldSelf.eval.metric && self.eval.direction == oldSelf.eval.direction && has(self.eval.pattern) == has(oldSelf.eval.pattern) && (!has(self.eval.pattern) || self.eval.pattern == oldSelf.eval.pattern)",message="eval.command, eval.metric, eval.direction and eval.pattern cannot change once the experiment exists: they are the measure of every verdict; start a new experiment instead"
-// +kubebuilder:validation:XValidation:rule="has(self.baseline) == has(oldSelf.baseline) && (!has(self.baseline) || self.baseline == oldSelf.baseline)",message="baseline cannot change once the experiment exists; start a new experiment instead"
-// +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source && self.workspace == oldSelf.workspace",message="source and workspace cannot change once the experiment exists: the experiment's repository lives there; start a new experiment instead"
-// +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || size(self.fixed.files) > 0",message="kernelTargets need their baseline modules listed in fixed.files"
+// +kubebuilder:validation:XValidation:rule="!has(self.fixed.files) || !self.fixed.files.map(f, f.endsWith('/') ? f : f + '/').exists(d, self.variable.files.exists(v, (v + '/').startsWith(d)))",message="a file cannot be both fixed and variable: fixed.files names a variable file or a directory that holds one; remove it from fixed.files or variable.files",fieldPath=".fixed.files"
+// +kubebuilder:validation:XValidation:rule="!has(self.train.outputs) || !self.train.outputs.exists(o, (has(self.fixed.files) && self.fixed.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f.endsWith('/') ? f : f + '/'))) || (has(self.variable.files) && self.variable.files.exists(f, f == o || f.startsWith(o + '/') || o.startsWith(f + '/'))))",message="train.outputs may not hold or lie inside a fixed or variable file: the evaluation runs those as sealed, never as training left them",fieldPath=".train.outputs"
+// +kubebuilder:validation:XValidation:rule="self.fixed == oldSelf.fixed",message="fixed cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead",fieldPath=".fixed"
+// +kubebuilder:validation:XValidation:rule="self.train.command == oldSelf.train.command && (has(self.train.outputs) ? self.train.outputs : []) == (has(oldSelf.train.outputs) ? oldSelf.train.outputs : [])",message="train.command and train.outputs cannot change once the experiment exists: the baseline and every verdict were measured under it; start a new experiment instead",fieldPath=".train"
+// +kubebuilder:validation:XValidation:rule="self.eval.command == oldSelf.eval.command && self.eval.metric == oldSelf.eval.metric && self.eval.direction == oldSelf.eval.direction && has(self.eval.pattern) == has(oldSelf.eval.pattern) && (!has(self.eval.pattern) || self.eval.pattern == oldSelf.eval.pattern)",message="eval.command, eval.metric, eval.direction and eval.pattern cannot change once the experiment exists: they are the measure of every verdict; start a new experiment instead",fieldPath=".eval"
+// +kubebuilder:validation:XValidation:rule="has(self.baseline) == has(oldSelf.baseline) && (!has(self.baseline) || self.baseline == oldSelf.baseline)",message="baseline cannot change once the experiment exists; start a new experiment instead",fieldPath=".baseline"
+// +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source",message="source cannot change once the experiment exists: the experiment's repository comes from it; start a new experiment instead",fieldPath=".source"
+// +kubebuilder:validation:XValidation:rule="self.workspace == oldSelf.workspace",message="workspace cannot change once the experiment exists: the experiment's repository lives there; start a new experiment instead",fieldPath=".workspace"
+// +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || (has(self.fixed.files) && size(self.fixed.files) > 0)",message="kernelTargets need their baseline modules listed in fixed.files",fieldPath=".kernelTargets"
 type AutoResearchSpec struct {
 	// researchQuestion is what the experiment tries to find out, shown to every Researcher.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: say what the experiment tries to find out"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -103,12 +105,17 @@ type AutoResearchSpec struct {
 
 	// source is where the experiment's repository comes from (cluster only;
 	// the local runner uses the repository that holds the experiment file).
+	// The empty default lets the rule that freezes it compare an omitted
+	// source too.
 	// +optional
-	Source SourceSpec `json:"source"`
+	// +kubebuilder:default={}
+	Source SourceSpec `json:"source"` //nolint:kubeapilinter // defaulted to {} for the rule that freezes it; Go clients always write it.
 
-	// workspace is where the experiment's worktree lives.
+	// workspace is where the experiment's worktree lives. The empty default
+	// lets the rule that freezes it compare an omitted workspace too.
 	// +optional
-	Workspace WorkspaceSpec `json:"workspace"`
+	// +kubebuilder:default={}
+	Workspace WorkspaceSpec `json:"workspace"` //nolint:kubeapilinter // defaulted to {} for the rule that freezes it; Go clients always write it.
 
 	// guidance holds notes from the human on the loop. Every Researcher sees
 	// them; the round that first sees a note records it in its Note column.
@@ -161,7 +168,7 @@ type BaselineSpec struct {
 // BudgetSpec caps what an experiment spends. A round starts only when
 // what is used plus what a round has used on average stays within every
 // budget set.
-// +kubebuilder:validation:MinProperties=1
+// +kubebuilder:validation:XValidation:rule="has(self.deadline) || has(self.gpuHours) || has(self.researcherTokens) || has(self.cost)",message="set deadline, gpuHours, researcherTokens or cost, or leave budget out"
 type BudgetSpec struct {
 	// deadline is the wall-clock time after which no round starts.
 	// +optional
@@ -265,6 +272,7 @@ type FixedSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:XValidation:rule="self.trim() != ''",message="must not be blank: state the constraint in words, or remove the entry"
 	Constraints []string `json:"constraints,omitempty"`
 
 	// timeLimit is how long training may run, e.g. "5m".
@@ -281,10 +289,12 @@ type FixedSpec struct {
 // VariableSpec holds what the Researcher may change.
 type VariableSpec struct {
 	// files are the files the Researcher may modify, relative to the
-	// experiment directory. New helper files are allowed too.
+	// experiment directory. New helper files are allowed too. The bound
+	// keeps the rule that compares them with every fixed pattern within
+	// the API server's cost limit.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:MaxItems=64
 	// +required
 	Files []RelativePath `json:"files,omitempty"`
 
@@ -299,6 +309,7 @@ type VariableSpec struct {
 type TrainSpec struct {
 	// command is the fixed training command, run with `sh -c` in the
 	// experiment directory.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: give the command that trains a candidate"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -348,6 +359,9 @@ type TrainSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator in ['Exists', 'Equal']",message="operator must be Exists or Equal"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.effect) || self.effect in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="effect must be NoSchedule, PreferNoSchedule or NoExecute, or empty for all three"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",message="a toleration with operator Exists takes no value"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
@@ -356,7 +370,7 @@ type EvalSpec struct {
 	// metric is the name of the metric the command prints, e.g. val_bpb.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.\-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z_][A-Za-z0-9_.-]*$')",message="must be the name the eval command prints the metric under, such as val_bpb: a letter or _, then letters, digits, '_', '.' and '-'"
 	// +required
 	Metric string `json:"metric,omitempty"`
 
@@ -366,6 +380,7 @@ type EvalSpec struct {
 
 	// command is the fixed evaluation command, run with `sh -c` in the
 	// experiment directory. Its output is the only source of the metric.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: give the fixed evaluation command"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -373,10 +388,16 @@ type EvalSpec struct {
 
 	// pattern is a regular expression with one capture group (or a group
 	// named value) that finds the metric when the output does not print
-	// `metric: value` or `metric=value`.
+	// `metric: value` or `metric=value`. The first rule compiles the
+	// pattern, which fails the rule with the parser's error when it is not
+	// a regular expression; the second finds an opening parenthesis that is
+	// not escaped and starts a capture group. Only Validate counts the
+	// groups exactly.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="''.matches(self) || !''.matches(self)",message="must be a regular expression (RE2 syntax) with a capture group around the value, such as val_bpb=([0-9.]+)"
+	// +kubebuilder:validation:XValidation:rule=`self.matches('(^|[^\\\\])(\\\\\\\\)*[(]([^?]|[?]P?<)')`,message="must have a capture group around the value, such as val_bpb=([0-9.]+)"
 	Pattern string `json:"pattern,omitempty"`
 
 	// image runs evaluation in a cluster; defaults to the training image.
@@ -421,6 +442,7 @@ type EvalConstraint struct {
 // ProfileSpec turns on profile-first mode.
 type ProfileSpec struct {
 	// command prints a profile of the training code.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: give the command that profiles the training code"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -441,22 +463,16 @@ type KernelTarget struct {
 	Name string `json:"name,omitempty"`
 
 	// newModule is the candidate function as `module:function`, in a variable file.
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`
 	// +required
-	NewModule string `json:"newModule"`
+	NewModule FunctionRef `json:"newModule"`
 
 	// baselineModule is the reference function as `module:function`, in a fixed file.
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`
 	// +required
-	BaselineModule string `json:"baselineModule"`
+	BaselineModule FunctionRef `json:"baselineModule"`
 
 	// fixture is a zero-argument function returning (args, kwargs), as `module:function`.
-	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`
 	// +required
-	Fixture string `json:"fixture"`
+	Fixture FunctionRef `json:"fixture"`
 
 	// atol is the absolute tolerance, as a decimal string.
 	// +optional
@@ -473,6 +489,7 @@ type KernelTarget struct {
 type ResearcherSpec struct {
 	// command starts the Researcher, run with `sh -c` in the experiment
 	// directory. It reads its prompt from $AUTORESEARCH_PROMPT_FILE.
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: give the command that starts the Researcher"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -570,16 +587,20 @@ type WorkspaceSpec struct {
 
 	// size of the workspace claim in a cluster.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="must be a positive size such as 10Gi"
 	Size *resource.Quantity `json:"size,omitempty"`
 
 	// storageClassName of the workspace claim.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be the name of a StorageClass: lowercase letters, digits, '-' and '.', such as fast-ssd"
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
-	// accessModes of the workspace claim; defaults to ReadWriteOnce.
+	// accessModes of the workspace claim; defaults to ReadWriteOnce. The
+	// experiment writes its repository there, so ReadOnlyMany cannot serve.
 	// +optional
 	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:Enum=ReadWriteOnce;ReadWriteMany;ReadWriteOncePod
 	// +listType=atomic
 	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
 

@@ -6,29 +6,42 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // The API server enforces the CRD's OpenAPI and CEL rules, which come from
-// the markers on these types. Validate states the same rules in Go, and the
-// few that no schema can express (a pattern that compiles), so that the
-// local runner and the operator judge a protocol alike.
+// the markers on these types. Validate states the same rules in Go, so that
+// the local runner and the operator judge a protocol alike, and the few that
+// no CEL rule can state exactly or within the API server's cost limit: how
+// many capture groups eval.pattern has, whether a glob in fixed.files
+// matches a variable file, and whether an environment variable's name is one
+// a pod takes.
+// The engine runs Validate before anything else, so what only it refuses
+// fails the experiment with InvalidSpec at once.
 
 var (
-	decimalRE    = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$`)
-	metricNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*$`)
-	moduleRE     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
+	decimalRE     = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$`)
+	metricNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*$`)
+	functionRefRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// The limits of fixed.constraints, as its markers give them.
+// Limits, as the markers give them.
 const (
+	maxRounds           = 100000
 	maxConstraints      = 32
 	maxConstraintLength = 512
+	maxVariableFiles    = 64
+	maxGPUs             = 64
+	maxKernelTargets    = 32
+	maxHistoryLimit     = 100
 )
 
 // Validate reports every rule the spec breaks, in the order of its fields.
@@ -37,23 +50,18 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	p := field.NewPath("spec")
 	required := func(fp *field.Path, value, what string) {
 		if strings.TrimSpace(value) == "" {
-			errs = append(errs, field.Required(fp, what))
+			errs = append(errs, field.Required(fp, "must not be blank: "+what))
 		}
 	}
 	required(p.Child("researchQuestion"), s.ResearchQuestion, "say what the experiment tries to find out")
-	if s.MaxRounds < 1 {
-		errs = append(errs, field.Invalid(p.Child("maxRounds"), s.MaxRounds, "must be at least 1"))
+	if s.MaxRounds < 1 || s.MaxRounds > maxRounds {
+		errs = append(errs, field.Invalid(p.Child("maxRounds"), s.MaxRounds, fmt.Sprintf("must be between 1 and %d", maxRounds)))
 	}
 	if s.Target != "" {
 		errs = append(errs, s.Target.Validate(p.Child("target"))...)
 	}
-	if b := s.Baseline; b != nil {
-		if b.Value != "" {
-			errs = append(errs, b.Value.Validate(p.Child("baseline", "value"))...)
-		}
-		if b.Runs < 0 || b.Runs > 20 {
-			errs = append(errs, field.Invalid(p.Child("baseline", "runs"), b.Runs, "must be between 1 and 20"))
-		}
+	if s.Baseline != nil {
+		errs = append(errs, s.Baseline.validate(p.Child("baseline"))...)
 	}
 	errs = append(errs, s.Acceptance.MinDelta.Validate(p.Child("acceptance", "minDelta"))...)
 	errs = append(errs, s.Acceptance.NoiseFactor.Validate(p.Child("acceptance", "noiseFactor"))...)
@@ -63,46 +71,78 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	for i, f := range s.Fixed.Files {
 		errs = append(errs, f.Validate(p.Child("fixed", "files").Index(i))...)
 	}
+	errs = append(errs, duplicates(p.Child("fixed", "files"), s.Fixed.Files)...)
 	errs = append(errs, validateConstraints(p.Child("fixed", "constraints"), s.Fixed.Constraints)...)
 	errs = append(errs, s.Fixed.TimeLimit.Validate(p.Child("fixed", "timeLimit"))...)
 	if s.Fixed.EpochLimit < 0 {
 		errs = append(errs, field.Invalid(p.Child("fixed", "epochLimit"), s.Fixed.EpochLimit, "must not be negative"))
 	}
-	if len(s.Variable.Files) == 0 {
+	switch n := len(s.Variable.Files); {
+	case n == 0:
 		errs = append(errs, field.Required(p.Child("variable", "files"), "list the files the Researcher may change"))
+	case n > maxVariableFiles:
+		errs = append(errs, field.TooMany(p.Child("variable", "files"), n, maxVariableFiles))
 	}
 	errs = append(errs, validatePaths(p.Child("variable", "files"), s.Variable.Files)...)
-	for i, f := range s.Fixed.Files {
-		for _, v := range s.Variable.Files {
-			if string(f) == string(v) || f.Matches(string(v)) {
-				errs = append(errs, field.Invalid(p.Child("fixed", "files").Index(i), f, fmt.Sprintf("covers variable file %s, which cannot be both fixed and variable: remove it from fixed.files or variable.files", v)))
-				break
-			}
-		}
-	}
-	required(p.Child("train", "command"), s.Train.Command, "the command that trains a candidate")
+	errs = append(errs, s.validateFixedCoversNoVariable(p.Child("fixed", "files"))...)
+	required(p.Child("train", "command"), s.Train.Command, "give the command that trains a candidate")
 	errs = append(errs, s.validateOutputs(p.Child("train", "outputs"))...)
-	if g := s.Train.GPUs; g != nil && *g < 0 {
-		errs = append(errs, field.Invalid(p.Child("train", "gpus"), *g, "must not be negative"))
+	if g := s.Train.GPUs; g != nil && (*g < 0 || *g > maxGPUs) {
+		errs = append(errs, field.Invalid(p.Child("train", "gpus"), *g, fmt.Sprintf("must be between 0 and %d", maxGPUs)))
 	}
+	errs = append(errs, validateEnv(p.Child("train", "env"), s.Train.Env)...)
+	errs = append(errs, validateTolerations(p.Child("train", "tolerations"), s.Train.Tolerations)...)
 	errs = append(errs, s.Eval.validate(p.Child("eval"))...)
 	if s.Profile != nil {
-		required(p.Child("profile", "command"), s.Profile.Command, "the command that profiles the training code")
+		required(p.Child("profile", "command"), s.Profile.Command, "give the command that profiles the training code")
 		if s.Profile.ExpectedRuntime != nil {
 			errs = append(errs, s.Profile.ExpectedRuntime.Validate(p.Child("profile", "expectedRuntime"))...)
 		}
 	}
 	errs = append(errs, validateKernelTargets(p.Child("kernelTargets"), s.KernelTargets)...)
-	required(p.Child("researcher", "command"), s.Researcher.Command, "the coding agent to run each round")
+	if len(s.KernelTargets) > 0 && len(s.Fixed.Files) == 0 {
+		errs = append(errs, field.Forbidden(p.Child("kernelTargets"), "kernelTargets need their baseline modules listed in fixed.files"))
+	}
+	required(p.Child("researcher", "command"), s.Researcher.Command, "give the command that starts the Researcher")
+	errs = append(errs, validateEnv(p.Child("researcher", "env"), s.Researcher.Env)...)
 	if s.Researcher.Timeout != nil {
 		errs = append(errs, s.Researcher.Timeout.Validate(p.Child("researcher", "timeout"))...)
 	}
 	if s.Source.Git != nil && s.Source.PVC != nil {
 		errs = append(errs, field.Forbidden(p.Child("source"), "takes either git or pvc, not both"))
 	}
-	errs = append(errs, validatePaths(p.Child("workspace", "caches"), s.Workspace.Caches)...)
+	errs = append(errs, s.Workspace.validate(p.Child("workspace"))...)
 	if s.Source.Subdir != "" {
 		errs = append(errs, s.Source.Subdir.Validate(p.Child("source", "subdir"))...)
+	}
+	if s.HistoryLimit < 0 || s.HistoryLimit > maxHistoryLimit {
+		errs = append(errs, field.Invalid(p.Child("historyLimit"), s.HistoryLimit, fmt.Sprintf("must be between 1 and %d", maxHistoryLimit)))
+	}
+	return errs
+}
+
+func (b *BaselineSpec) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if b.Value != "" {
+		errs = append(errs, b.Value.Validate(p.Child("value"))...)
+	}
+	if b.Runs < 0 || b.Runs > 20 {
+		errs = append(errs, field.Invalid(p.Child("runs"), b.Runs, "must be between 1 and 20"))
+	}
+	return errs
+}
+
+// validateFixedCoversNoVariable refuses a fixed pattern that names or
+// matches a variable file, or a directory that holds one.
+func (s *AutoResearchSpec) validateFixedCoversNoVariable(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, f := range s.Fixed.Files {
+		for _, v := range s.Variable.Files {
+			if string(f) == string(v) || f.Matches(string(v)) {
+				errs = append(errs, field.Invalid(p.Index(i), f, fmt.Sprintf("covers variable file %s, which cannot be both fixed and variable: remove it from fixed.files or variable.files", v)))
+				break
+			}
+		}
 	}
 	return errs
 }
@@ -133,19 +173,26 @@ func (s *AutoResearchSpec) validateOutputs(p *field.Path) field.ErrorList {
 func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if !metricNameRE.MatchString(e.Metric) {
-		errs = append(errs, field.Invalid(p.Child("metric"), e.Metric, "must be the metric name the eval command prints, such as val_bpb"))
+		errs = append(errs, field.Invalid(p.Child("metric"), e.Metric, "must be the name the eval command prints the metric under, such as val_bpb: a letter or _, then letters, digits, '_', '.' and '-'"))
 	}
 	if e.Direction != DirectionMaximize && e.Direction != DirectionMinimize {
 		errs = append(errs, field.NotSupported(p.Child("direction"), e.Direction, []Direction{DirectionMaximize, DirectionMinimize}))
 	}
 	if strings.TrimSpace(e.Command) == "" {
-		errs = append(errs, field.Required(p.Child("command"), "the fixed evaluation command"))
+		errs = append(errs, field.Required(p.Child("command"), "must not be blank: give the fixed evaluation command"))
 	}
 	if e.Pattern != "" {
-		if re, err := regexp.Compile(e.Pattern); err != nil {
+		// As the metric reader takes it: a group named value, or else
+		// exactly one capture group.
+		re, err := regexp.Compile(e.Pattern)
+		switch {
+		case err != nil:
 			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, "invalid regular expression: "+err.Error()))
-		} else if re.NumSubexp() < 1 {
-			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, "needs a capture group around the value"))
+		case re.SubexpIndex("value") > 0:
+		case re.NumSubexp() == 0:
+			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, "needs a capture group around the value, such as val_bpb=([0-9.]+)"))
+		case re.NumSubexp() > 1:
+			errs = append(errs, field.Invalid(p.Child("pattern"), e.Pattern, fmt.Sprintf("needs a capture group named value, as in (?P<value>[0-9.]+), to say which of its %d groups holds the value", re.NumSubexp())))
 		}
 	}
 	if e.Timeout != nil {
@@ -179,8 +226,65 @@ func validateConstraintsOf(p *field.Path, constraints []EvalConstraint) field.Er
 	return errs
 }
 
+// workspaceAccessModes are the access modes a workspace claim may ask
+// for: the experiment writes its repository there.
+var workspaceAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteMany, corev1.ReadWriteOncePod}
+
+func (w *WorkspaceSpec) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if w.Size != nil && w.Size.Sign() <= 0 {
+		errs = append(errs, field.Invalid(p.Child("size"), w.Size.String(), "must be a positive size such as 10Gi"))
+	}
+	if c := w.StorageClassName; c != nil && len(validation.IsDNS1123Subdomain(*c)) > 0 {
+		errs = append(errs, field.Invalid(p.Child("storageClassName"), *c, "must be the name of a StorageClass: lowercase letters, digits, '-' and '.', such as fast-ssd"))
+	}
+	for i, m := range w.AccessModes {
+		if !slices.Contains(workspaceAccessModes, m) {
+			errs = append(errs, field.NotSupported(p.Child("accessModes").Index(i), m, workspaceAccessModes))
+		}
+	}
+	return append(errs, validatePaths(p.Child("caches"), w.Caches)...)
+}
+
+// validateEnv refuses a name that a pod would refuse. No CRD rule can: the
+// API server cannot bound the cost of one on a name of unbounded length.
+func validateEnv(p *field.Path, env []corev1.EnvVar) field.ErrorList {
+	var errs field.ErrorList
+	for i, e := range env {
+		if len(validation.IsRelaxedEnvVarName(e.Name)) > 0 {
+			errs = append(errs, field.Invalid(p.Index(i).Child("name"), e.Name, "must be an environment variable name such as WANDB_API_KEY: printable ASCII characters other than '='"))
+		}
+	}
+	return errs
+}
+
+// validateTolerations refuses what a pod would refuse, as the CRD rules on
+// train.tolerations do.
+func validateTolerations(p *field.Path, tolerations []corev1.Toleration) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range tolerations {
+		switch t.Operator {
+		case "", corev1.TolerationOpExists, corev1.TolerationOpEqual:
+		default:
+			errs = append(errs, field.Invalid(p.Index(i), t.Operator, "operator must be Exists or Equal"))
+		}
+		switch t.Effect {
+		case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			errs = append(errs, field.Invalid(p.Index(i), t.Effect, "effect must be NoSchedule, PreferNoSchedule or NoExecute, or empty for all three"))
+		}
+		if t.Operator == corev1.TolerationOpExists && t.Value != "" {
+			errs = append(errs, field.Invalid(p.Index(i), t.Value, "a toleration with operator Exists takes no value"))
+		}
+	}
+	return errs
+}
+
 func validateKernelTargets(p *field.Path, targets []KernelTarget) field.ErrorList {
 	var errs field.ErrorList
+	if len(targets) > maxKernelTargets {
+		errs = append(errs, field.TooMany(p, len(targets), maxKernelTargets))
+	}
 	seen := map[string]bool{}
 	for i, k := range targets {
 		fp := p.Index(i)
@@ -191,11 +295,9 @@ func validateKernelTargets(p *field.Path, targets []KernelTarget) field.ErrorLis
 			errs = append(errs, field.Duplicate(fp.Child("name"), k.Name))
 		}
 		seen[k.Name] = true
-		for _, m := range []struct{ name, value string }{{"newModule", k.NewModule}, {"baselineModule", k.BaselineModule}, {"fixture", k.Fixture}} {
-			if !moduleRE.MatchString(m.value) {
-				errs = append(errs, field.Invalid(fp.Child(m.name), m.value, "must look like module:function"))
-			}
-		}
+		errs = append(errs, k.NewModule.Validate(fp.Child("newModule"))...)
+		errs = append(errs, k.BaselineModule.Validate(fp.Child("baselineModule"))...)
+		errs = append(errs, k.Fixture.Validate(fp.Child("fixture"))...)
 		errs = append(errs, k.Atol.Validate(fp.Child("atol"))...)
 		errs = append(errs, k.Rtol.Validate(fp.Child("rtol"))...)
 	}
@@ -212,7 +314,7 @@ func validateConstraints(p *field.Path, constraints []string) field.ErrorList {
 	for i, c := range constraints {
 		switch {
 		case strings.TrimSpace(c) == "":
-			errs = append(errs, field.Required(p.Index(i), "state the constraint in words, or remove the entry"))
+			errs = append(errs, field.Required(p.Index(i), "must not be blank: state the constraint in words, or remove the entry"))
 		case utf8.RuneCountInString(c) > maxConstraintLength:
 			errs = append(errs, field.TooLong(p.Index(i), c, maxConstraintLength))
 		}
@@ -225,13 +327,26 @@ func validatePaths(p *field.Path, paths []RelativePath) field.ErrorList {
 	for i, f := range paths {
 		errs = append(errs, f.Validate(p.Index(i))...)
 	}
+	return append(errs, duplicates(p, paths)...)
+}
+
+// duplicates refuses a value that a list, a set in the CRD, holds twice.
+func duplicates[T comparable](p *field.Path, values []T) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[T]bool{}
+	for i, v := range values {
+		if seen[v] {
+			errs = append(errs, field.Duplicate(p.Index(i), v))
+		}
+		seen[v] = true
+	}
 	return errs
 }
 
 // Validate checks the decimal as its CRD rule does.
 func (d Decimal) Validate(p *field.Path) field.ErrorList {
 	if !decimalRE.MatchString(string(d)) {
-		return field.ErrorList{field.Invalid(p, d, "must be a decimal number such as 0.95")}
+		return field.ErrorList{field.Invalid(p, d, "must be a finite decimal number such as 0.95 or -1.5e-3, with an exponent of at most two digits")}
 	}
 	return nil
 }
@@ -239,7 +354,7 @@ func (d Decimal) Validate(p *field.Path) field.ErrorList {
 // Validate checks the decimal, when set, as its CRD rule does.
 func (d NonNegativeDecimal) Validate(p *field.Path) field.ErrorList {
 	if d != "" && (!decimalRE.MatchString(string(d)) || strings.HasPrefix(string(d), "-")) {
-		return field.ErrorList{field.Invalid(p, d, "must be a non-negative decimal number such as 0.001")}
+		return field.ErrorList{field.Invalid(p, d, "must be a finite non-negative decimal number such as 0.001 or 1e-5, with an exponent of at most two digits")}
 	}
 	return nil
 }
@@ -248,6 +363,14 @@ func (d NonNegativeDecimal) Validate(p *field.Path) field.ErrorList {
 func (d Duration) Validate(p *field.Path) field.ErrorList {
 	if d.Duration < time.Second || d.Duration > MaxDuration {
 		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must be a duration from 1s to 168h such as 90s, 5m or 1h30m")}
+	}
+	return nil
+}
+
+// Validate checks the reference as its CRD rule does.
+func (f FunctionRef) Validate(p *field.Path) field.ErrorList {
+	if !functionRefRE.MatchString(string(f)) {
+		return field.ErrorList{field.Invalid(p, f, "must name a function as module:function, such as kernels.attention:flash_forward")}
 	}
 	return nil
 }
@@ -274,7 +397,7 @@ func (r PathPattern) Validate(p *field.Path) field.ErrorList {
 			return field.ErrorList{field.Invalid(p, s, "** must be a whole path segment, such as eval/**/*.py")}
 		}
 		if _, err := path.Match(seg, ""); err != nil {
-			return field.ErrorList{field.Invalid(p, s, "is not a valid glob: "+err.Error())}
+			return field.ErrorList{field.Invalid(p, s, `is not a valid glob: close each [ with ] and put a character after each \, such as data/[a-c]*.csv`)}
 		}
 	}
 	return nil

@@ -9,16 +9,17 @@ import (
 
 // Decimal is a number written as a decimal string, such as "0.95" or
 // "-1.5e-3": the API carries no floats, so a value reads back exactly as
-// it was written.
+// it was written. An exponent has at most two digits, so that every
+// Decimal is a finite float64 ("1e999" would be infinite).
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=64
-// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="must be a decimal number such as 0.95"
+// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$')",message="must be a finite decimal number such as 0.95 or -1.5e-3, with an exponent of at most two digits"
 type Decimal string
 
 // NonNegativeDecimal is a Decimal of zero or more, such as "0.001".
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=64
-// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="must be a non-negative decimal number such as 0.001"
+// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]{1,2})?$')",message="must be a finite non-negative decimal number such as 0.001 or 1e-5, with an exponent of at most two digits"
 type NonNegativeDecimal string
 
 // Duration is a length of time from one second to a week (MaxDuration),
@@ -62,4 +63,12 @@ type RelativePath string
 // +kubebuilder:validation:MinLength=1
 // +kubebuilder:validation:MaxLength=512
 // +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.contains('//') && !self.matches('(^|/)[.][.]?(/|$)')",message="must be a clean relative path or glob inside the experiment directory, such as eval.py, eval/ or eval/**/*.py (no leading /, no . or .. segments, no //)"
+// +kubebuilder:validation:XValidation:rule=`self.matches('^(?:(?:[^\\\\/\\[]|\\\\[^/]|\\[(?:\\^(?:[^\\\\/\\]-]|\\\\[^/])|[^\\\\/\\]^-]|\\\\[^/])(?:-(?:[^\\\\/\\]-]|\\\\[^/]))?(?:(?:[^\\\\/\\]-]|\\\\[^/])(?:-(?:[^\\\\/\\]-]|\\\\[^/]))?)*\\])|/)*$')`,message="is not a valid glob: close each [ with ] and put a character after each \\, such as data/[a-c]*.csv"
+// +kubebuilder:validation:XValidation:rule="!self.matches('[^/][*][*]|[*][*][^/]')",message="** must be a whole path segment, such as eval/**/*.py"
 type PathPattern string
+
+// FunctionRef names a Python function as module:function, such as
+// "kernels.attention:flash_forward".
+// +kubebuilder:validation:MaxLength=512
+// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$')",message="must name a function as module:function, such as kernels.attention:flash_forward"
+type FunctionRef string

@@ -4,11 +4,13 @@
 package builder
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -153,55 +155,194 @@ func (w *AutoResearchWrapper) Edit(edit func(*v1alpha1.AutoResearchSpec)) *AutoR
 }
 
 // InvalidProtocol is an edit that makes the protocol of MakeAutoResearch
-// invalid, and the field the refusal names.
+// invalid, the field the refusal names and words of the refusal that tell
+// a user what to fix.
 type InvalidProtocol struct {
 	Edit  func(*v1alpha1.AutoResearchSpec)
 	Field string
+	Says  string
 }
 
-// InvalidProtocols are protocols the API server refuses. The controller
-// tests apply them to a real API server; the local schema and the Go rules
-// must refuse each one too, so that the local runner and the cluster agree.
+// InvalidProtocols are protocols the API server refuses, each a mistake a
+// user could make. The controller tests apply them to a real API server;
+// the local schema refuses each one with the same words and the Go rules
+// on the same field, so that the local runner and the cluster agree.
 func InvalidProtocols() map[string]InvalidProtocol {
+	type spec = v1alpha1.AutoResearchSpec
+	kernel := func(edit func(*v1alpha1.KernelTarget)) func(*spec) {
+		return func(s *spec) {
+			k := v1alpha1.KernelTarget{Name: "gelu", NewModule: "kernels:gelu", BaselineModule: "reference:gelu", Fixture: "reference:inputs"}
+			edit(&k)
+			s.KernelTargets = []v1alpha1.KernelTarget{k}
+		}
+	}
+	const (
+		cleanPath    = "must be a clean relative path inside the experiment directory, such as train/main.go"
+		cleanPattern = "must be a clean relative path or glob inside the experiment directory, such as eval.py, eval/ or eval/**/*.py"
+		decimal      = "must be a finite decimal number such as 0.95 or -1.5e-3, with an exponent of at most two digits"
+		nonNegative  = "must be a finite non-negative decimal number such as 0.001 or 1e-5"
+		duration     = "must be a duration from 1s to 168h such as 90s, 5m or 1h30m"
+		bothFixed    = "a file cannot be both fixed and variable: fixed.files names a variable file or a directory that holds one"
+		functionRef  = "must name a function as module:function, such as kernels.attention:flash_forward"
+		metricName   = "must be the name the eval command prints the metric under, such as val_bpb"
+	)
 	return map[string]InvalidProtocol{
-		"blank question":        {func(s *v1alpha1.AutoResearchSpec) { s.ResearchQuestion = "" }, "spec.researchQuestion"},
-		"maxRounds zero":        {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 0 }, "spec.maxRounds"},
-		"bad target":            {func(s *v1alpha1.AutoResearchSpec) { s.Target = "low" }, "spec.target"},
-		"bad baseline":          {func(s *v1alpha1.AutoResearchSpec) { s.Baseline = &v1alpha1.BaselineSpec{Value: "1,5"} }, "spec.baseline.value"},
-		"negative noise factor": {func(s *v1alpha1.AutoResearchSpec) { s.Acceptance.NoiseFactor = "-1" }, "spec.acceptance.noiseFactor"},
-		"short time limit":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.TimeLimit.Duration = time.Millisecond }, "spec.fixed.timeLimit"},
-		"no variable files":     {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = nil }, "spec.variable"},
-		"absolute path":         {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"/etc/passwd"} }, "spec.fixed.files[0]"},
-		"escaping path":         {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"../x.py"} }, "spec.variable.files[0]"},
-		"escaping pattern":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"eval/../../x/**"} }, "spec.fixed.files[0]"},
-		"dot pattern":           {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"./eval/"} }, "spec.fixed.files[0]"},
-		"absolute pattern":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Files = []v1alpha1.PathPattern{"/eval/**"} }, "spec.fixed.files[0]"},
-		"dot segment":           {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"./eval.py"} }, "spec.variable.files[0]"},
-		"double slash":          {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"src//train.py"} }, "spec.variable.files[0]"},
-		"the whole directory":   {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"."} }, "spec.variable.files[0]"},
-		"fixed and variable":    {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
-		"blank constraint":      {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{"seed 42", ""} }, "spec.fixed.constraints[1]"},
-		"long constraint":       {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = []string{strings.Repeat("x", 513)} }, "spec.fixed.constraints[0]"},
-		"too many constraints":  {func(s *v1alpha1.AutoResearchSpec) { s.Fixed.Constraints = slices.Repeat([]string{"seed 42"}, 33) }, "spec.fixed.constraints"},
-		"negative GPUs":         {func(s *v1alpha1.AutoResearchSpec) { s.Train.GPUs = ptr.To(int32(-1)) }, "spec.train.gpus"},
-		"output is the eval":    {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"eval.py"} }, "spec"},
-		"output escapes":        {func(s *v1alpha1.AutoResearchSpec) { s.Train.Outputs = []v1alpha1.RelativePath{"../ckpt"} }, "spec.train.outputs[0]"},
-		"cache escapes":         {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Caches = []v1alpha1.RelativePath{"/root/.cache"} }, "spec.workspace.caches[0]"},
-		"bad metric":            {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Metric = "val bpb" }, "spec.eval.metric"},
-		"bad direction":         {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
-		"no researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},
-		"empty profile":         {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command"},
-		"kernel module": {func(s *v1alpha1.AutoResearchSpec) {
-			s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m", BaselineModule: "r:f", Fixture: "r:x"}}
-		}, "spec.kernelTargets[0].newModule"},
-		"git and pvc": {func(s *v1alpha1.AutoResearchSpec) {
+		// The question and the commands.
+		"no question":           {func(s *spec) { s.ResearchQuestion = "" }, "spec.researchQuestion", "Required value"},
+		"blank question":        {func(s *spec) { s.ResearchQuestion = " \n " }, "spec.researchQuestion", "must not be blank: say what the experiment tries to find out"},
+		"blank train command":   {func(s *spec) { s.Train.Command = "  " }, "spec.train.command", "must not be blank: give the command that trains a candidate"},
+		"blank eval command":    {func(s *spec) { s.Eval.Command = "\t" }, "spec.eval.command", "must not be blank: give the fixed evaluation command"},
+		"blank researcher":      {func(s *spec) { s.Researcher.Command = " " }, "spec.researcher.command", "must not be blank: give the command that starts the Researcher"},
+		"no researcher":         {func(s *spec) { s.Researcher.Command = "" }, "spec.researcher", "Required value"},
+		"blank profile command": {func(s *spec) { s.Profile = &v1alpha1.ProfileSpec{Command: " "} }, "spec.profile.command", "must not be blank: give the command that profiles the training code"},
+		"empty profile":         {func(s *spec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command", "Required value"},
+
+		// Rounds and numbers.
+		"maxRounds zero":          {func(s *spec) { s.MaxRounds = 0 }, "spec.maxRounds", "Required value"},
+		"maxRounds negative":      {func(s *spec) { s.MaxRounds = -5 }, "spec.maxRounds", "should be greater than or equal to 1"},
+		"maxRounds too large":     {func(s *spec) { s.MaxRounds = 100001 }, "spec.maxRounds", "should be less than or equal to 100000"},
+		"plateau negative":        {func(s *spec) { s.Plateau = &v1alpha1.PlateauSpec{Rounds: -1} }, "spec.plateau.rounds", "should be greater than or equal to 1"},
+		"plateau too long":        {func(s *spec) { s.Plateau = &v1alpha1.PlateauSpec{Rounds: 10001} }, "spec.plateau.rounds", "should be less than or equal to 10000"},
+		"plateau action unknown":  {func(s *spec) { s.Plateau = &v1alpha1.PlateauSpec{Action: "Halt"} }, "spec.plateau.action", `Unsupported value: "Halt"`},
+		"empty budget":            {func(s *spec) { s.Budget = &v1alpha1.BudgetSpec{} }, "spec.budget", "set deadline, gpuHours, researcherTokens or cost"},
+		"budget hours negative":   {func(s *spec) { s.Budget = &v1alpha1.BudgetSpec{GPUHours: "-1"} }, "spec.budget.gpuHours", "must be a finite non-negative decimal number"},
+		"budget tokens negative":  {func(s *spec) { s.Budget = &v1alpha1.BudgetSpec{ResearcherTokens: -5} }, "spec.budget.researcherTokens", "should be greater than or equal to 1"},
+		"minImprovement negative": {func(s *spec) { s.Acceptance.MinImprovement = "-0.1" }, "spec.acceptance.minImprovement", "must be a finite non-negative decimal number"},
+		"constraint without limit": {func(s *spec) {
+			s.Eval.Constraints = []v1alpha1.EvalConstraint{{Metric: "memory_gb"}}
+		}, "spec.eval.constraints[0]", "set min, max or both"},
+		"constraint bad reading": {func(s *spec) {
+			s.Eval.Constraints = []v1alpha1.EvalConstraint{{Metric: "memory gb", Max: "40"}}
+		}, "spec.eval.constraints[0].metric", "memory gb"},
+		"constraint limit not a number": {func(s *spec) {
+			s.Eval.Constraints = []v1alpha1.EvalConstraint{{Metric: "memory_gb", Max: "forty"}}
+		}, "spec.eval.constraints[0].max", "must be a finite decimal number"},
+		"history limit too large": {func(s *spec) { s.HistoryLimit = 101 }, "spec.historyLimit", "should be less than or equal to 100"},
+		"history limit negative":  {func(s *spec) { s.HistoryLimit = -1 }, "spec.historyLimit", "should be greater than or equal to 1"},
+		"epoch limit negative":    {func(s *spec) { s.Fixed.EpochLimit = -1 }, "spec.fixed.epochLimit", "should be greater than or equal to 1"},
+		"negative GPUs":           {func(s *spec) { s.Train.GPUs = ptr.To(int32(-1)) }, "spec.train.gpus", "should be greater than or equal to 0"},
+		"too many GPUs":           {func(s *spec) { s.Train.GPUs = ptr.To(int32(65)) }, "spec.train.gpus", "should be less than or equal to 64"},
+		"too many baseline runs":  {func(s *spec) { s.Baseline = &v1alpha1.BaselineSpec{Runs: 21} }, "spec.baseline.runs", "should be less than or equal to 20"},
+
+		// Decimals.
+		"target in words":        {func(s *spec) { s.Target = "low" }, "spec.target", decimal},
+		"infinite target":        {func(s *spec) { s.Target = "1e999" }, "spec.target", decimal},
+		"baseline with a comma":  {func(s *spec) { s.Baseline = &v1alpha1.BaselineSpec{Value: "1,5"} }, "spec.baseline.value", decimal},
+		"infinite baseline":      {func(s *spec) { s.Baseline = &v1alpha1.BaselineSpec{Value: "-1e999"} }, "spec.baseline.value", decimal},
+		"baseline with a unit":   {func(s *spec) { s.Baseline = &v1alpha1.BaselineSpec{Value: "0.99bpb"} }, "spec.baseline.value", decimal},
+		"negative noise factor":  {func(s *spec) { s.Acceptance.NoiseFactor = "-1" }, "spec.acceptance.noiseFactor", nonNegative},
+		"negative min delta":     {func(s *spec) { s.Acceptance.MinDelta = "-0.01" }, "spec.acceptance.minDelta", nonNegative},
+		"min delta as a percent": {func(s *spec) { s.Acceptance.MinDelta = "1%" }, "spec.acceptance.minDelta", nonNegative},
+
+		// Durations.
+		"time limit zero":            {func(s *spec) { s.Fixed.TimeLimit.Duration = 0 }, "spec.fixed.timeLimit", duration},
+		"time limit negative":        {func(s *spec) { s.Fixed.TimeLimit.Duration = -5 * time.Minute }, "spec.fixed.timeLimit", duration},
+		"short time limit":           {func(s *spec) { s.Fixed.TimeLimit.Duration = time.Millisecond }, "spec.fixed.timeLimit", duration},
+		"time limit beyond a week":   {func(s *spec) { s.Fixed.TimeLimit.Duration = 2000000 * time.Hour }, "spec.fixed.timeLimit", duration},
+		"eval timeout zero":          {func(s *spec) { s.Eval.Timeout = &v1alpha1.Duration{} }, "spec.eval.timeout", duration},
+		"eval timeout beyond a week": {func(s *spec) { s.Eval.Timeout = &v1alpha1.Duration{Duration: 200 * time.Hour} }, "spec.eval.timeout", duration},
+		"researcher timeout too low": {func(s *spec) { s.Researcher.Timeout = &v1alpha1.Duration{Duration: time.Millisecond} }, "spec.researcher.timeout", duration},
+		"profile runtime beyond week": {func(s *spec) {
+			s.Profile = &v1alpha1.ProfileSpec{Command: "python profile.py", ExpectedRuntime: &v1alpha1.Duration{Duration: 169 * time.Hour}}
+		}, "spec.profile.expectedRuntime", duration},
+
+		// Paths and patterns.
+		"no variable files":         {func(s *spec) { s.Variable.Files = nil }, "spec.variable", "Required value"},
+		"escaping variable file":    {func(s *spec) { s.Variable.Files = []v1alpha1.RelativePath{"../x.py"} }, "spec.variable.files[0]", cleanPath},
+		"dot segment":               {func(s *spec) { s.Variable.Files = []v1alpha1.RelativePath{"./eval.py"} }, "spec.variable.files[0]", cleanPath},
+		"double slash":              {func(s *spec) { s.Variable.Files = []v1alpha1.RelativePath{"train//main.go"} }, "spec.variable.files[0]", cleanPath},
+		"the whole directory":       {func(s *spec) { s.Variable.Files = []v1alpha1.RelativePath{"."} }, "spec.variable.files[0]", cleanPath},
+		"variable directory with /": {func(s *spec) { s.Variable.Files = []v1alpha1.RelativePath{"src/"} }, "spec.variable.files[0]", cleanPath},
+		"duplicate variable file":   {func(s *spec) { s.Variable.Files = []v1alpha1.RelativePath{"train.py", "model.py", "train.py"} }, "spec.variable.files[2]", "Duplicate value"},
+		"too many variable files": {func(s *spec) {
+			s.Variable.Files = nil
+			for i := range 65 {
+				s.Variable.Files = append(s.Variable.Files, v1alpha1.RelativePath(fmt.Sprintf("src/f%d.py", i)))
+			}
+		}, "spec.variable.files", "must have at most 64 items"},
+		"absolute fixed file":  {func(s *spec) { s.Fixed.Files = []v1alpha1.PathPattern{"/etc/passwd"} }, "spec.fixed.files[0]", cleanPattern},
+		"escaping pattern":     {func(s *spec) { s.Fixed.Files = []v1alpha1.PathPattern{"eval/../../x/**"} }, "spec.fixed.files[0]", cleanPattern},
+		"dot pattern":          {func(s *spec) { s.Fixed.Files = []v1alpha1.PathPattern{"./eval/"} }, "spec.fixed.files[0]", cleanPattern},
+		"absolute pattern":     {func(s *spec) { s.Fixed.Files = []v1alpha1.PathPattern{"/eval/**"} }, "spec.fixed.files[0]", cleanPattern},
+		"duplicate fixed file": {func(s *spec) { s.Fixed.Files = []v1alpha1.PathPattern{"eval.py", "eval.py"} }, "spec.fixed.files[1]", "Duplicate value"},
+		"broken glob":          {func(s *spec) { s.Fixed.Files = []v1alpha1.PathPattern{"data/[a-c.csv"} }, "spec.fixed.files[0]", "is not a valid glob: close each [ with ]"},
+		"partial ** segment":   {func(s *spec) { s.Fixed.Files = []v1alpha1.PathPattern{"eval/**.py"} }, "spec.fixed.files[0]", "** must be a whole path segment"},
+		"fixed and variable":   {func(s *spec) { s.Variable.Files = []v1alpha1.RelativePath{"train.py", "eval.py"} }, "spec.fixed.files", bothFixed},
+		"fixed directory over a variable file": {func(s *spec) {
+			s.Fixed.Files, s.Variable.Files = []v1alpha1.PathPattern{"train"}, []v1alpha1.RelativePath{"train/main.go"}
+		}, "spec.fixed.files", bothFixed},
+		"fixed directory/ over a variable file": {func(s *spec) {
+			s.Fixed.Files, s.Variable.Files = []v1alpha1.PathPattern{"src/"}, []v1alpha1.RelativePath{"src/train.py"}
+		}, "spec.fixed.files", bothFixed},
+		"output is the eval": {func(s *spec) { s.Train.Outputs = []v1alpha1.RelativePath{"eval.py"} }, "spec.train.outputs", "train.outputs may not hold or lie inside a fixed or variable file"},
+		"output holds a variable": {func(s *spec) {
+			s.Variable.Files, s.Train.Outputs = []v1alpha1.RelativePath{"src/train.py"}, []v1alpha1.RelativePath{"src"}
+		}, "spec.train.outputs", "train.outputs may not hold or lie inside a fixed or variable file"},
+		"output escapes":          {func(s *spec) { s.Train.Outputs = []v1alpha1.RelativePath{"../ckpt"} }, "spec.train.outputs[0]", cleanPath},
+		"absolute output":         {func(s *spec) { s.Train.Outputs = []v1alpha1.RelativePath{"/tmp/ckpt"} }, "spec.train.outputs[0]", cleanPath},
+		"cache escapes":           {func(s *spec) { s.Workspace.Caches = []v1alpha1.RelativePath{"/root/.cache"} }, "spec.workspace.caches[0]", cleanPath},
+		"cache with a trailing /": {func(s *spec) { s.Workspace.Caches = []v1alpha1.RelativePath{".venv/"} }, "spec.workspace.caches[0]", cleanPath},
+		"subdir escapes":          {func(s *spec) { s.Source.Subdir = "../other" }, "spec.source.subdir", cleanPath},
+
+		// Constraints.
+		"empty constraint":     {func(s *spec) { s.Fixed.Constraints = []string{"seed 42", ""} }, "spec.fixed.constraints[1]", "should be at least 1 chars long"},
+		"blank constraint":     {func(s *spec) { s.Fixed.Constraints = []string{"seed 42", "  "} }, "spec.fixed.constraints[1]", "must not be blank: state the constraint in words, or remove the entry"},
+		"long constraint":      {func(s *spec) { s.Fixed.Constraints = []string{strings.Repeat("x", 513)} }, "spec.fixed.constraints[0]", "may not be more than 512"},
+		"too many constraints": {func(s *spec) { s.Fixed.Constraints = slices.Repeat([]string{"seed 42"}, 33) }, "spec.fixed.constraints", "must have at most 32 items"},
+
+		// The evaluation.
+		"metric with a space":          {func(s *spec) { s.Eval.Metric = "val bpb" }, "spec.eval.metric", metricName},
+		"metric starting with a digit": {func(s *spec) { s.Eval.Metric = "1loss" }, "spec.eval.metric", metricName},
+		"metric with its colon":        {func(s *spec) { s.Eval.Metric = "val_bpb:" }, "spec.eval.metric", metricName},
+		"direction in words":           {func(s *spec) { s.Eval.Direction = "up" }, "spec.eval.direction", `Unsupported value: "up": supported values: "maximize", "minimize"`},
+		"direction capitalized":        {func(s *spec) { s.Eval.Direction = "Minimize" }, "spec.eval.direction", `Unsupported value: "Minimize"`},
+		"pattern not a regex":          {func(s *spec) { s.Eval.Pattern = "val_bpb=([0-9.]+" }, "spec.eval.pattern", "error parsing regexp: missing closing )"},
+		"pattern with a bad class":     {func(s *spec) { s.Eval.Pattern = "val_bpb=([0-9.+)" }, "spec.eval.pattern", "error parsing regexp: missing closing ]"},
+		"pattern without group":        {func(s *spec) { s.Eval.Pattern = "val_bpb=[0-9.]+" }, "spec.eval.pattern", "must have a capture group around the value"},
+		"pattern with escaped parens":  {func(s *spec) { s.Eval.Pattern = `bpb \(val\) [0-9.]+` }, "spec.eval.pattern", "must have a capture group around the value"},
+
+		// Kernel targets.
+		"kernel module without function": {kernel(func(k *v1alpha1.KernelTarget) { k.NewModule = "kernels" }), "spec.kernelTargets[0].newModule", functionRef},
+		"kernel baseline as a path":      {kernel(func(k *v1alpha1.KernelTarget) { k.BaselineModule = "reference/gelu.py:gelu" }), "spec.kernelTargets[0].baselineModule", functionRef},
+		"kernel fixture without module":  {kernel(func(k *v1alpha1.KernelTarget) { k.Fixture = "inputs" }), "spec.kernelTargets[0].fixture", functionRef},
+		"unnamed kernel target":          {kernel(func(k *v1alpha1.KernelTarget) { k.Name = "" }), "spec.kernelTargets[0].name", "Required value"},
+		"negative atol":                  {kernel(func(k *v1alpha1.KernelTarget) { k.Atol = "-1e-5" }), "spec.kernelTargets[0].atol", nonNegative},
+		"infinite rtol":                  {kernel(func(k *v1alpha1.KernelTarget) { k.Rtol = "1e400" }), "spec.kernelTargets[0].rtol", nonNegative},
+		"duplicate kernel names": {func(s *spec) {
+			k := v1alpha1.KernelTarget{Name: "gelu", NewModule: "kernels:gelu", BaselineModule: "reference:gelu", Fixture: "reference:inputs"}
+			s.KernelTargets = []v1alpha1.KernelTarget{k, k}
+		}, "spec.kernelTargets[1]", "Duplicate value"},
+		"too many kernel targets": {func(s *spec) {
+			for i := range 33 {
+				s.KernelTargets = append(s.KernelTargets, v1alpha1.KernelTarget{Name: fmt.Sprintf("k%d", i), NewModule: "kernels:k", BaselineModule: "reference:k", Fixture: "reference:inputs"})
+			}
+		}, "spec.kernelTargets", "must have at most 32 items"},
+		"kernel targets without fixed files": {func(s *spec) {
+			kernel(func(*v1alpha1.KernelTarget) {})(s)
+			s.Fixed.Files = nil
+		}, "spec.kernelTargets", "kernelTargets need their baseline modules listed in fixed.files"},
+
+		// Where the experiment runs.
+		"git and pvc": {func(s *spec) {
 			s.Source = v1alpha1.SourceSpec{Git: &v1alpha1.GitSource{URL: "u"}, PVC: &v1alpha1.PVCSource{ClaimName: "c"}}
-		}, "spec.source"},
-		"researcher timeout too low": {func(s *v1alpha1.AutoResearchSpec) {
-			s.Researcher.Timeout = &v1alpha1.Duration{Duration: time.Millisecond}
-		}, "spec.researcher.timeout"},
-		"time limit beyond a week": {func(s *v1alpha1.AutoResearchSpec) {
-			s.Fixed.TimeLimit.Duration = 2000000 * time.Hour
-		}, "spec.fixed.timeLimit"},
+		}, "spec.source", "source takes either git or pvc, not both"},
+		"negative workspace size": {func(s *spec) { s.Workspace.Size = ptr.To(resource.MustParse("-1Gi")) }, "spec.workspace.size", "must be a positive size such as 10Gi"},
+		"zero workspace size":     {func(s *spec) { s.Workspace.Size = ptr.To(resource.MustParse("0")) }, "spec.workspace.size", "must be a positive size such as 10Gi"},
+		"unknown access mode": {func(s *spec) {
+			s.Workspace.AccessModes = []corev1.PersistentVolumeAccessMode{"ReadWriteSometimes"}
+		}, "spec.workspace.accessModes[0]", `Unsupported value: "ReadWriteSometimes": supported values: "ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod"`},
+		"read-only workspace": {func(s *spec) {
+			s.Workspace.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}
+		}, "spec.workspace.accessModes[1]", `Unsupported value: "ReadOnlyMany"`},
+		"storage class with a space": {func(s *spec) { s.Workspace.StorageClassName = ptr.To("Fast SSD") }, "spec.workspace.storageClassName", "must be the name of a StorageClass"},
+		"toleration operator in lower case": {func(s *spec) {
+			s.Train.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: "exists"}}
+		}, "spec.train.tolerations[0]", "operator must be Exists or Equal"},
+		"unknown toleration effect": {func(s *spec) {
+			s.Train.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: "NoScheduling"}}
+		}, "spec.train.tolerations[0]", "effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+		"toleration Exists with a value": {func(s *spec) {
+			s.Train.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Value: "present"}}
+		}, "spec.train.tolerations[0]", "a toleration with operator Exists takes no value"},
 	}
 }

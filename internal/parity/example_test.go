@@ -38,7 +38,7 @@ func TestNanoGPTExampleKernels(t *testing.T) {
 	}
 	var targets []Target
 	for _, k := range experiment.Spec.KernelTargets {
-		targets = append(targets, Target{Name: k.Name, NewModule: k.NewModule, BaselineModule: k.BaselineModule, Fixture: k.Fixture, Atol: string(k.Atol), Rtol: string(k.Rtol)})
+		targets = append(targets, Target{Name: k.Name, NewModule: string(k.NewModule), BaselineModule: string(k.BaselineModule), Fixture: string(k.Fixture), Atol: string(k.Atol), Rtol: string(k.Rtol)})
 	}
 	if len(targets) == 0 {
 		t.Fatal("experiment.yaml has no kernelTargets")

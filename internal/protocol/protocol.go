@@ -73,8 +73,6 @@ func newObject() *v1alpha1.AutoResearch {
 }
 
 var (
-	moduleRef    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$`)
-	tolerance    = regexp.MustCompile(`^([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$`)
 	pythonBinary = regexp.MustCompile(`^(python|python3|python3\.\d+|pypy|pypy3)$`)
 	envAssign    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 )
@@ -522,19 +520,19 @@ func (b *builder) kernelTargets() {
 	for i, e := range entries {
 		base := fmt.Sprintf("spec.kernelTargets[%d]", i)
 		var t v1alpha1.KernelTarget
-		var atol, rtol string
+		var newModule, baselineModule, fixture, atol, rtol string
 		for _, f := range []struct {
 			key, path string
 			dest      *string
-			valid     *regexp.Regexp
+			valid     func(string) bool
 			want      string
 		}{
 			{"name", "name", &t.Name, nil, ""},
-			{"newmodule", "newModule", &t.NewModule, moduleRef, "module:function"},
-			{"baselinemodule", "baselineModule", &t.BaselineModule, moduleRef, "module:function"},
-			{"fixture", "fixture", &t.Fixture, moduleRef, "module:function"},
-			{"atol", "atol", &atol, tolerance, "a non-negative decimal number"},
-			{"rtol", "rtol", &rtol, tolerance, "a non-negative decimal number"},
+			{"newmodule", "newModule", &newModule, isFunctionRef, "module:function"},
+			{"baselinemodule", "baselineModule", &baselineModule, isFunctionRef, "module:function"},
+			{"fixture", "fixture", &fixture, isFunctionRef, "module:function"},
+			{"atol", "atol", &atol, isTolerance, "a non-negative decimal number"},
+			{"rtol", "rtol", &rtol, isTolerance, "a non-negative decimal number"},
 		} {
 			p := base + "." + f.path
 			v := e.values[f.key]
@@ -547,7 +545,7 @@ func (b *builder) kernelTargets() {
 			case isPlaceholder(v):
 				b.miss(p)
 				b.note(p, "%q is still the template's placeholder", v)
-			case f.valid != nil && !f.valid.MatchString(v):
+			case f.valid != nil && !f.valid(v):
 				b.invalid(p, fmt.Errorf("%q is not %s", v, f.want))
 			default:
 				*f.dest = v
@@ -556,10 +554,17 @@ func (b *builder) kernelTargets() {
 		if len(e.unknown) > 0 {
 			b.note(base, "ignored %s: not a kernel target field", strings.Join(e.unknown, ", "))
 		}
+		t.NewModule, t.BaselineModule, t.Fixture = v1alpha1.FunctionRef(newModule), v1alpha1.FunctionRef(baselineModule), v1alpha1.FunctionRef(fixture)
 		t.Atol, t.Rtol = v1alpha1.NonNegativeDecimal(atol), v1alpha1.NonNegativeDecimal(rtol)
 		b.obj.Spec.KernelTargets = append(b.obj.Spec.KernelTargets, t)
 	}
 }
+
+// isTolerance reports whether v is a tolerance the API takes.
+func isTolerance(v string) bool { return v1alpha1.NonNegativeDecimal(v).Validate(nil) == nil }
+
+// isFunctionRef reports whether v names a function as the API takes it.
+func isFunctionRef(v string) bool { return v1alpha1.FunctionRef(v).Validate(nil) == nil }
 
 // cleanPaths writes the protocol's file names as the API wants them:
 // "./train.py" becomes "train.py".

@@ -12,8 +12,6 @@ import (
 )
 
 var (
-	// decimal is the API's decimal-string syntax.
-	decimal = regexp.MustCompile(`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$`)
 	// metricName is the API's pattern for spec.eval.metric.
 	metricName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*$`)
 	// metricValue reads `val_bpb = 0.998`, `val_bpb: 0.998`, `val_acc >= 0.9`
@@ -101,7 +99,7 @@ func parseCount(v string) (int32, error) {
 // empty when the text names none.
 func parseMetricValue(v string) (metric, value string, err error) {
 	m := metricValue.FindStringSubmatch(stripNote(v))
-	if m == nil || !decimal.MatchString(m[2]) {
+	if m == nil || v1alpha1.Decimal(m[2]).Validate(nil) != nil {
 		return "", "", fmt.Errorf("%q is not a number, nor <metric> = <number>", v)
 	}
 	return m[1], m[2], nil

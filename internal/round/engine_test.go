@@ -52,7 +52,7 @@ func TestNextStart(t *testing.T) {
 			wantActions: nil,
 			want: view{
 				Phase:      v1alpha1.PhaseFailed,
-				Message:    "the spec is invalid; fix it in a new experiment: spec.eval.pattern: Invalid value: \"val_bpb: [0-9.]+\": needs a capture group around the value",
+				Message:    "the spec is invalid; fix it in a new experiment: spec.eval.pattern: Invalid value: \"val_bpb: [0-9.]+\": needs a capture group around the value, such as val_bpb=([0-9.]+)",
 				Conditions: map[string]string{"Ready": "False/Failed", "Progressing": "False/Failed", "Failed": "True/InvalidSpec"},
 			},
 		},

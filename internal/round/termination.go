@@ -38,6 +38,10 @@ func (e *engine) finish(reason string) {
 	e.st.CurrentRound = nil
 	e.st.LedgerCommit = ""
 	msg := fmt.Sprintf("done: %d/%d rounds", e.st.CompletedRounds, e.spec.MaxRounds)
+	if e.st.CompletedRounds > e.spec.MaxRounds {
+		// maxRounds was lowered below the rounds already done.
+		msg = fmt.Sprintf("done: %d rounds, maxRounds lowered to %d", e.st.CompletedRounds, e.spec.MaxRounds)
+	}
 	switch reason {
 	case v1alpha1.ReasonTargetReached:
 		msg = fmt.Sprintf("done: target %s reached in round %d", e.spec.Target, e.st.Best.Round)

@@ -385,11 +385,11 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 				}},
 				{
 					Type: ActionFinish, Round: 3, Reason: v1alpha1.ReasonMaxRoundsReached,
-					Message: "done: 3/2 rounds; best val_bpb=0.9 (R3)",
+					Message: "done: 3 rounds, maxRounds lowered to 2; best val_bpb=0.9 (R3)",
 				},
 			},
 			want: view{
-				Phase: v1alpha1.PhaseSucceeded, Round: 3, Message: "done: 3/2 rounds; best val_bpb=0.9 (R3)",
+				Phase: v1alpha1.PhaseSucceeded, Round: 3, Message: "done: 3 rounds, maxRounds lowered to 2; best val_bpb=0.9 (R3)",
 				Succeeded: map[string]string{"Succeeded": "True/MaxRoundsReached"},
 			},
 		},

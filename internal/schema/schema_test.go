@@ -3,10 +3,13 @@ package schema
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -19,8 +22,8 @@ func TestOneRuleSet(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := builder.MakeAutoResearch("demo", "ns").Edit(tc.Edit).SpecObj()
 			schemaErrs := validateSpec(t, spec)
-			if !mentions(schemaErrs, tc.Field) {
-				t.Errorf("the CRD's rules: %v; want an error on %s", schemaErrs, tc.Field)
+			if !mentions(schemaErrs, tc.Field) || !mentions(schemaErrs, tc.Says) {
+				t.Errorf("the CRD's rules: %v; want an error on %s saying %q", schemaErrs, tc.Field, tc.Says)
 			}
 			if goErrs := spec.Validate(); !mentions(goErrs.ToAggregate(), tc.Field) {
 				t.Errorf("the Go rules: %v; want an error on %s", goErrs, tc.Field)
@@ -33,27 +36,67 @@ func TestOneRuleSet(t *testing.T) {
 }
 
 // TestFixedPatterns checks that fixed files may be directories and globs,
-// and what only the Go rules can refuse: a broken glob, and a variable file
-// that a fixed pattern covers.
+// and that the CRD's rules and the Go rules refuse the same broken ones;
+// only the Go rules match a glob against the variable files.
 func TestFixedPatterns(t *testing.T) {
-	spec := builder.MakeAutoResearch("demo", "ns").Fixed("eval.py", "eval/", "lib", "data/**/*.csv", "*.go").SpecObj()
+	spec := builder.MakeAutoResearch("demo", "ns").Fixed("eval.py", "eval/", "lib", "data/**/*.csv", "*.go", "data/[a-c]?.txt", `x\[1\].txt`, "trainer/").SpecObj()
 	if errs := validateSpec(t, spec); errs != nil {
 		t.Errorf("the CRD's rules refuse patterns: %v", errs)
 	}
 	if errs := spec.Validate(); errs != nil {
 		t.Errorf("the Go rules refuse patterns: %v", errs)
 	}
-	for pattern, msg := range map[string]string{
-		"eval/[a-":   "is not a valid glob",
-		"eval/**x/y": "** must be a whole path segment",
-		"*.py":       "covers variable file train.py",
-		"eval/../x":  "must be a clean relative path or glob",
-		"eval//x":    "must be a clean relative path or glob",
-		".":          "must be a clean relative path or glob",
+	for pattern, tc := range map[string]struct {
+		msg    string
+		goOnly bool
+	}{
+		"eval/[a-":   {msg: "is not a valid glob"},
+		"eval/[]":    {msg: "is not a valid glob"},
+		`eval\`:      {msg: "is not a valid glob"},
+		"eval/**x/y": {msg: "** must be a whole path segment"},
+		"eval/../x":  {msg: "must be a clean relative path or glob"},
+		"eval//x":    {msg: "must be a clean relative path or glob"},
+		".":          {msg: "must be a clean relative path or glob"},
+		"train.py":   {msg: "cannot be both fixed and variable"},
+		"*.py":       {msg: "covers variable file train.py", goOnly: true},
 	} {
-		spec := builder.MakeAutoResearch("demo", "ns").Fixed(v1alpha1.PathPattern(pattern)).SpecObj()
-		if errs := spec.Validate(); !mentions(errs.ToAggregate(), msg) {
-			t.Errorf("Validate with fixed %q: %v; want %q", pattern, errs, msg)
+		t.Run(pattern, func(t *testing.T) {
+			spec := builder.MakeAutoResearch("demo", "ns").Fixed(v1alpha1.PathPattern(pattern)).SpecObj()
+			if errs := spec.Validate(); !mentions(errs.ToAggregate(), "spec.fixed.files") {
+				t.Errorf("the Go rules: %v; want %q refused", errs, pattern)
+			}
+			errs := validateSpec(t, spec)
+			if tc.goOnly {
+				if errs != nil {
+					t.Errorf("the CRD's rules: %v; want it left to the Go rules", errs)
+				}
+				return
+			}
+			if !mentions(errs, "spec.fixed.files") || !mentions(errs, tc.msg) {
+				t.Errorf("the CRD's rules: %v; want %q", errs, tc.msg)
+			}
+		})
+	}
+}
+
+// TestGlobSyntaxIsOneRule checks the CRD's glob rules against the Go
+// rules, which ask path.Match, on many patterns made of the characters
+// that matter to a glob.
+func TestGlobSyntaxIsOneRule(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = `ab*?[]^-\/`
+	for range 2000 {
+		b := make([]byte, 1+rng.IntN(10))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		pattern := v1alpha1.PathPattern(b)
+		spec := builder.MakeAutoResearch("demo", "ns").Fixed(pattern).SpecObj()
+		schemaErr := validateSpec(t, spec)
+		// Which globs match train.py only the Go rules ask.
+		goErrs := slices.DeleteFunc(spec.Validate(), func(e *field.Error) bool { return strings.Contains(e.Detail, "covers variable file") })
+		if (schemaErr == nil) != (len(goErrs) == 0) {
+			t.Errorf("fixed %q: the CRD's rules say %v, the Go rules %v", pattern, schemaErr, goErrs)
 		}
 	}
 }
@@ -145,5 +188,49 @@ func TestValidateRefusesALongName(t *testing.T) {
 	}
 	if !mentions(errs.ToAggregate(), "metadata.name must be at most 40 characters") {
 		t.Errorf("errors %v; want the long name refused", errs)
+	}
+}
+
+// TestMetricPatterns holds the CRD's rules on eval.pattern and the Go
+// rules together: a pattern that is no regular expression, or that has no
+// capture group, is refused by both. Only the Go rules count the groups
+// exactly; the engine refuses what they alone find before anything runs.
+func TestMetricPatterns(t *testing.T) {
+	const (
+		both   = "both"
+		goOnly = "Go only"
+		none   = ""
+	)
+	for pattern, refused := range map[string]string{
+		`val_bpb=([0-9.]+)`:                none,
+		`(?P<value>[0-9.]+)`:               none,
+		`(?<value>[0-9.]+)`:                none,
+		`(?i)val_bpb: ([0-9.]+)`:           none,
+		`(?:loss|bpb)=([0-9.]+)`:           none,
+		`\\([0-9.]+)`:                      none,
+		`(?P<name>\w+)=(?P<value>[0-9.]+)`: none,
+		`val_bpb: [0-9.]+`:                 both,
+		`(?:val_bpb): [0-9.]+`:             both,
+		`\(val_bpb\) [0-9.]+`:              both,
+		`val_bpb ([0-9.`:                   both,
+		`val_bpb [0-9.]+)`:                 both,
+		`val_bpb=(?P<value[0-9.]+)`:        both,
+		`(val|test)_bpb: ([0-9.]+)`:        goOnly,
+		`[(]val_bpb[)] [0-9.]+`:            goOnly,
+	} {
+		t.Run(pattern, func(t *testing.T) {
+			spec := builder.MakeAutoResearch("demo", "ns").Edit(func(s *v1alpha1.AutoResearchSpec) { s.Eval.Pattern = pattern }).SpecObj()
+			schemaErr := validateSpec(t, spec)
+			goErr := spec.Validate().ToAggregate()
+			if got, want := mentions(schemaErr, "spec.eval.pattern"), refused == both; got != want {
+				t.Errorf("the CRD's rules: %v; want refused: %v", schemaErr, want)
+			}
+			if got, want := mentions(goErr, "spec.eval.pattern"), refused != none; got != want {
+				t.Errorf("the Go rules: %v; want refused: %v", goErr, want)
+			}
+			if mentions(schemaErr, "evaluating rule") && !mentions(schemaErr, "must be a regular expression") {
+				t.Errorf("the CRD's rules: %v; want the rule's message with the parser's error", schemaErr)
+			}
+		})
 	}
 }

@@ -84,7 +84,7 @@ func CheckParity(ctx context.Context, res *steps.ComplianceResult, run parity.Ru
 	}
 	pts := make([]parity.Target, 0, len(targets))
 	for _, k := range targets {
-		pts = append(pts, parity.Target{Name: k.Name, NewModule: k.NewModule, BaselineModule: k.BaselineModule, Fixture: k.Fixture, Atol: string(k.Atol), Rtol: string(k.Rtol)})
+		pts = append(pts, parity.Target{Name: k.Name, NewModule: string(k.NewModule), BaselineModule: string(k.BaselineModule), Fixture: string(k.Fixture), Atol: string(k.Atol), Rtol: string(k.Rtol)})
 	}
 	failure, err := parity.CheckWith(ctx, run, python, dir, pts)
 	if err != nil {
