@@ -146,9 +146,12 @@ func TestCRDFreezesTheMeasure(t *testing.T) {
 		"baseline":         {func(s *v1alpha1.AutoResearchSpec) { s.Baseline.Value = "9" }, "baseline cannot change"},
 		"baseline removed": {func(s *v1alpha1.AutoResearchSpec) { s.Baseline = nil }, "baseline cannot change"},
 		"source":           {func(s *v1alpha1.AutoResearchSpec) { s.Source.Subdir = "other" }, "source and workspace cannot change"},
-		"max rounds":       {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 20 }, ""},
-		"guidance":         {func(s *v1alpha1.AutoResearchSpec) { s.Guidance = []string{"try AdamW"} }, ""},
-		"researcher":       {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "other-agent" }, ""},
+		"holdout added": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/holdout", Tolerance: "0"}
+		}, "holdout cannot change"},
+		"max rounds": {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 20 }, ""},
+		"guidance":   {func(s *v1alpha1.AutoResearchSpec) { s.Guidance = []string{"try AdamW"} }, ""},
+		"researcher": {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "other-agent" }, ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

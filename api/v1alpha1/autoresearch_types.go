@@ -26,6 +26,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.baseline) == has(oldSelf.baseline) && (!has(self.baseline) || self.baseline == oldSelf.baseline)",message="baseline cannot change once the experiment exists; start a new experiment instead"
 // +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source && self.workspace == oldSelf.workspace",message="source and workspace cannot change once the experiment exists: the experiment's repository lives there; start a new experiment instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || size(self.fixed.files) > 0",message="kernelTargets need their baseline modules listed in fixed.files"
+// +kubebuilder:validation:XValidation:rule="has(self.holdout) == has(oldSelf.holdout) && (!has(self.holdout) || self.holdout == oldSelf.holdout)",message="holdout cannot change once the experiment exists: the best's holdout value was measured under it; start a new experiment instead"
 type AutoResearchSpec struct {
 	// researchQuestion is what the experiment tries to find out, shown to every Researcher.
 	// +kubebuilder:validation:MinLength=1
@@ -83,6 +84,15 @@ type AutoResearchSpec struct {
 	// eval is the fixed evaluation: the only source of the metric.
 	// +required
 	Eval EvalSpec `json:"eval,omitzero"`
+
+	// holdout is a second evaluation the Researcher never sees: it runs for
+	// every candidate the evaluation judges improved, and a candidate whose
+	// holdout value is worse than the best's by more than the tolerance is
+	// overfit and rolled back. Its command, data and output stay out of the
+	// Researcher's reach; only the verdict says overfit. Local runs only,
+	// for now.
+	// +optional
+	Holdout *HoldoutSpec `json:"holdout,omitempty"`
 
 	// profile turns on profile-first mode: the Researcher profiles before it
 	// designs a strategy.
@@ -399,6 +409,51 @@ type EvalSpec struct {
 	Constraints []EvalConstraint `json:"constraints,omitempty"`
 }
 
+// HoldoutSpec is the hidden holdout evaluation.
+// +kubebuilder:validation:XValidation:rule="self.dir.startsWith('/')",message="dir must be an absolute path outside the repository"
+type HoldoutSpec struct {
+	// command is the holdout evaluation, run with `sh -c` in a fresh
+	// checkout of the candidate with training's outputs, as eval.command
+	// is; AUTORESEARCH_HOLDOUT_DIR names dir. Only the supervisor reads its
+	// output.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +required
+	Command string `json:"command,omitempty"`
+
+	// metric is the name of the value the command prints; defaults to
+	// eval.metric. Better is eval.direction.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.\-]*$`
+	Metric string `json:"metric,omitempty"`
+
+	// pattern finds the metric as eval.pattern does.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MinLength=1
+	Pattern string `json:"pattern,omitempty"`
+
+	// tolerance is how much worse than the best's holdout value a
+	// candidate's may be before it is overfit, in the metric's units.
+	// +optional
+	// +kubebuilder:default="0"
+	Tolerance NonNegativeDecimal `json:"tolerance,omitempty"`
+
+	// dir is an absolute path outside the repository holding the holdout
+	// command's files and data; the supervisor keeps the holdout's logs and
+	// values there too. No other step is told it.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=4096
+	// +required
+	Dir string `json:"dir,omitempty"`
+
+	// timeout bounds the holdout evaluation; defaults to eval's.
+	// +optional
+	Timeout *Duration `json:"timeout,omitempty"`
+}
+
 // EvalConstraint is a limit on one reading of the evaluation's output.
 // +kubebuilder:validation:XValidation:rule="has(self.min) || has(self.max)",message="set min, max or both"
 type EvalConstraint struct {
@@ -609,8 +664,9 @@ const (
 	PhaseFailed       Phase = "Failed"
 )
 
-// Step is one step of a round, S1 to S6.
-// +kubebuilder:validation:Enum=Researcher;Compliance;Train;Eval;Git;Termination
+// Step is one step of a round, S1 to S6, or the hidden holdout evaluation
+// between S4 and S5, which has no line in the task list.
+// +kubebuilder:validation:Enum=Researcher;Compliance;Train;Eval;Holdout;Git;Termination
 type Step string
 
 const (
@@ -618,6 +674,7 @@ const (
 	StepCompliance  Step = "Compliance"
 	StepTrain       Step = "Train"
 	StepEval        Step = "Eval"
+	StepHoldout     Step = "Holdout"
 	StepGit         Step = "Git"
 	StepTermination Step = "Termination"
 )
@@ -639,7 +696,7 @@ const (
 )
 
 // Verdict is the outcome of a round.
-// +kubebuilder:validation:Enum=baseline;improved;not_improved;within_noise;no_change;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;constraint_failed;researcher_failed
+// +kubebuilder:validation:Enum=baseline;improved;not_improved;within_noise;no_change;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;constraint_failed;overfit;researcher_failed
 type Verdict string
 
 const (
@@ -658,6 +715,10 @@ const (
 	// VerdictConstraintFailed: a reading of the evaluation broke one of
 	// spec.eval.constraints.
 	VerdictConstraintFailed Verdict = "constraint_failed"
+	// VerdictOverfit: the evaluation judged the candidate improved, but
+	// the hidden holdout evaluation found it worse than the best by more
+	// than spec.holdout.tolerance.
+	VerdictOverfit Verdict = "overfit"
 	VerdictResearcherFailed Verdict = "researcher_failed"
 )
 
@@ -758,6 +819,11 @@ type AutoResearchStatus struct {
 	// workspace describes the experiment's worktree.
 	// +optional
 	Workspace *WorkspaceStatus `json:"workspace,omitempty"`
+
+	// holdout is the hidden holdout's trend, for the user only: no prompt,
+	// ledger or history holds it. Local runs keep it in spec.holdout.dir.
+	// +optional
+	Holdout *HoldoutStatus `json:"holdout,omitempty"`
 
 	// usage is what the experiment has consumed.
 	// +optional
@@ -931,6 +997,38 @@ type CandidateStatus struct {
 	// usage of the candidate's Researcher.
 	// +optional
 	Usage Usage `json:"usage"`
+}
+
+// HoldoutStatus is what the hidden holdout evaluation measured.
+type HoldoutStatus struct {
+	// best is the holdout value of the best code, "" until measured.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Best string `json:"best,omitempty"`
+	// bestRound is the round whose code measured best.
+	// +optional
+	BestRound int32 `json:"bestRound"`
+	// readings are the most recent holdout values, oldest first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=atomic
+	Readings []HoldoutReading `json:"readings,omitempty"`
+}
+
+// HoldoutReading is one holdout measurement.
+type HoldoutReading struct {
+	// round is the round measured; 0 for the baseline.
+	// +required
+	Round int32 `json:"round"`
+	// value is the holdout metric as printed.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Value string `json:"value,omitempty"`
+	// verdict is the round's outcome after the holdout.
+	// +required
+	Verdict Verdict `json:"verdict,omitempty"`
 }
 
 // StepDurations are the wall times of a round's user processes.

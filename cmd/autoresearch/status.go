@@ -95,7 +95,7 @@ func formatStatus(x *runner.Experiment, saved runner.Saved) string {
 		for _, v := range []v1alpha1.Verdict{
 			v1alpha1.VerdictImproved, v1alpha1.VerdictNotImproved, v1alpha1.VerdictWithinNoise, v1alpha1.VerdictNoChange,
 			v1alpha1.VerdictComplianceFailed, v1alpha1.VerdictParityFailed, v1alpha1.VerdictTrainFailed,
-			v1alpha1.VerdictTrainTimeout, v1alpha1.VerdictEvalFailed, v1alpha1.VerdictConstraintFailed, v1alpha1.VerdictResearcherFailed,
+			v1alpha1.VerdictTrainTimeout, v1alpha1.VerdictEvalFailed, v1alpha1.VerdictConstraintFailed, v1alpha1.VerdictOverfit, v1alpha1.VerdictResearcherFailed,
 		} {
 			if n := st.VerdictCounts[v]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", v, n))

@@ -191,6 +191,15 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"bad direction":         {func(s *v1alpha1.AutoResearchSpec) { s.Eval.Direction = "up" }, "spec.eval.direction"},
 		"no researcher":         {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Command = "" }, "spec.researcher"},
 		"empty profile":         {func(s *v1alpha1.AutoResearchSpec) { s.Profile = &v1alpha1.ProfileSpec{} }, "spec.profile.command"},
+		"relative holdout dir": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "holdout"}
+		}, "spec.holdout"},
+		"bad holdout tolerance": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/holdout", Tolerance: "-1"}
+		}, "spec.holdout.tolerance"},
+		"bad holdout metric": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/holdout", Metric: "a b"}
+		}, "spec.holdout.metric"},
 		"kernel module": {func(s *v1alpha1.AutoResearchSpec) {
 			s.KernelTargets = []v1alpha1.KernelTarget{{Name: "k", NewModule: "m", BaselineModule: "r:f", Fixture: "r:x"}}
 		}, "spec.kernelTargets[0].newModule"},
