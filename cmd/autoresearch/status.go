@@ -103,6 +103,17 @@ func formatStatus(x *runner.Experiment, saved runner.Saved) string {
 		}
 		fmt.Fprintf(out, "Verdicts:   %s\n", strings.Join(parts, ", "))
 	}
+	if h := st.Holdout; h != nil {
+		// The user's view only: the Researcher never sees these.
+		var trend []string
+		for _, r := range h.Readings {
+			trend = append(trend, fmt.Sprintf("R%d %s (%s)", r.Round, r.Value, r.Verdict))
+		}
+		fmt.Fprintf(out, "Holdout:    %s=%s (best, round %d; hidden from the Researcher)\n", s.HoldoutMetric(), h.Best, h.BestRound)
+		if len(trend) > 0 {
+			fmt.Fprintf(out, "            trend: %s\n", strings.Join(trend, ", "))
+		}
+	}
 	u := st.Usage
 	fmt.Fprintf(out, "Usage:      researcher %ds, GPU %ds", u.ResearcherSeconds, u.GPUSeconds)
 	if u.InputTokens+u.OutputTokens > 0 {
