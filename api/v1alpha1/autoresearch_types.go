@@ -718,7 +718,7 @@ const (
 	// VerdictOverfit: the evaluation judged the candidate improved, but
 	// the hidden holdout evaluation found it worse than the best by more
 	// than spec.holdout.tolerance.
-	VerdictOverfit Verdict = "overfit"
+	VerdictOverfit          Verdict = "overfit"
 	VerdictResearcherFailed Verdict = "researcher_failed"
 )
 
