@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -118,6 +119,15 @@ func (r *AutoResearchReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return r.reconcile(ctx, ar)
 }
 
+// unsupported is what of spec the operator cannot run yet.
+func unsupported(spec *v1alpha1.AutoResearchSpec) field.ErrorList {
+	if spec.Holdout != nil {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "holdout"),
+			"the hidden holdout runs only with `autoresearch run` for now; remove it to run on a cluster")}
+	}
+	return nil
+}
+
 func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.AutoResearch) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	w, err := r.loadWorld(ctx, ar)
@@ -154,7 +164,7 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 			result.RequeueAfter = podLag
 		}
 	}
-	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now()})
+	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now(), Unsupported: unsupported(spec)})
 
 	old := ar.Status.DeepCopy()
 	if !equality.Semantic.DeepEqual(*old, out.Status) {

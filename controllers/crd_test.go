@@ -215,6 +215,9 @@ func TestCRDFreezesTheMeasure(t *testing.T) {
 		"researcher timeout": {func(s *v1alpha1.AutoResearchSpec) { s.Researcher.Timeout = &v1alpha1.Duration{Duration: time.Hour} }, "", ""},
 		"variable files":     {func(s *v1alpha1.AutoResearchSpec) { s.Variable.Files = append(s.Variable.Files, "model.py") }, "", ""},
 		"training image":     {func(s *v1alpha1.AutoResearchSpec) { s.Train.Image = "trainer:v2" }, "", ""},
+		"holdout added": {func(s *v1alpha1.AutoResearchSpec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/holdout", Tolerance: "0"}
+		}, "spec.holdout: Invalid value: holdout cannot change once the experiment exists", "spec.holdout"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -27,6 +27,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source",message="source cannot change once the experiment exists: the experiment's repository comes from it; start a new experiment instead",fieldPath=".source"
 // +kubebuilder:validation:XValidation:rule="self.workspace == oldSelf.workspace",message="workspace cannot change once the experiment exists: the experiment's repository lives there; start a new experiment instead",fieldPath=".workspace"
 // +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || (has(self.fixed.files) && size(self.fixed.files) > 0)",message="kernelTargets need their baseline modules listed in fixed.files",fieldPath=".kernelTargets"
+// +kubebuilder:validation:XValidation:rule="has(self.holdout) == has(oldSelf.holdout) && (!has(self.holdout) || self.holdout == oldSelf.holdout)",message="holdout cannot change once the experiment exists: the best's holdout value was measured under it; start a new experiment instead",fieldPath=".holdout"
 type AutoResearchSpec struct {
 	// researchQuestion is what the experiment tries to find out, shown to every Researcher.
 	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: say what the experiment tries to find out"
@@ -85,6 +86,15 @@ type AutoResearchSpec struct {
 	// eval is the fixed evaluation: the only source of the metric.
 	// +required
 	Eval EvalSpec `json:"eval,omitzero"`
+
+	// holdout is a second evaluation the Researcher never sees: it runs for
+	// every candidate the evaluation judges improved, and a candidate whose
+	// holdout value is worse than the best's by more than the tolerance is
+	// overfit and rolled back. Its command, data and output stay out of the
+	// Researcher's reach; only the verdict says overfit. Local runs only,
+	// for now.
+	// +optional
+	Holdout *HoldoutSpec `json:"holdout,omitempty"`
 
 	// profile turns on profile-first mode: the Researcher profiles before it
 	// designs a strategy.
@@ -420,13 +430,58 @@ type EvalSpec struct {
 	Constraints []EvalConstraint `json:"constraints,omitempty"`
 }
 
+// HoldoutSpec is the hidden holdout evaluation.
+// +kubebuilder:validation:XValidation:rule="self.dir.startsWith('/')",message="dir must be an absolute path outside the repository"
+type HoldoutSpec struct {
+	// command is the holdout evaluation, run with `sh -c` in a fresh
+	// checkout of the candidate with training's outputs, as eval.command
+	// is; AUTORESEARCH_HOLDOUT_DIR names dir. Only the supervisor reads its
+	// output.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +required
+	Command string `json:"command,omitempty"`
+
+	// metric is the name of the value the command prints; defaults to
+	// eval.metric. Better is eval.direction.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z_][A-Za-z0-9_.-]*$')",message="must be the name the holdout command prints its metric under, such as val_bpb: a letter or _, then letters, digits, '_', '.' and '-'"
+	Metric string `json:"metric,omitempty"`
+
+	// pattern finds the metric as eval.pattern does.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MinLength=1
+	Pattern string `json:"pattern,omitempty"`
+
+	// tolerance is how much worse than the best's holdout value a
+	// candidate's may be before it is overfit, in the metric's units.
+	// +optional
+	// +kubebuilder:default="0"
+	Tolerance NonNegativeDecimal `json:"tolerance,omitempty"`
+
+	// dir is an absolute path outside the repository holding the holdout
+	// command's files and data; the supervisor keeps the holdout's logs and
+	// values there too. No other step is told it.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=4096
+	// +required
+	Dir string `json:"dir,omitempty"`
+
+	// timeout bounds the holdout evaluation; defaults to eval's.
+	// +optional
+	Timeout *Duration `json:"timeout,omitempty"`
+}
+
 // EvalConstraint is a limit on one reading of the evaluation's output.
 // +kubebuilder:validation:XValidation:rule="has(self.min) || has(self.max)",message="set min, max or both"
 type EvalConstraint struct {
 	// metric is the name of the reading, printed as `name: value`.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_.\-]*$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z_][A-Za-z0-9_.-]*$')",message="must be the name the eval command prints the reading under, such as memory_gb: a letter or _, then letters, digits, '_', '.' and '-'"
 	// +required
 	Metric string `json:"metric,omitempty"`
 
@@ -630,8 +685,9 @@ const (
 	PhaseFailed       Phase = "Failed"
 )
 
-// Step is one step of a round, S1 to S6.
-// +kubebuilder:validation:Enum=Researcher;Compliance;Train;Eval;Git;Termination
+// Step is one step of a round, S1 to S6, or the hidden holdout evaluation
+// between S4 and S5, which has no line in the task list.
+// +kubebuilder:validation:Enum=Researcher;Compliance;Train;Eval;Holdout;Git;Termination
 type Step string
 
 const (
@@ -639,6 +695,7 @@ const (
 	StepCompliance  Step = "Compliance"
 	StepTrain       Step = "Train"
 	StepEval        Step = "Eval"
+	StepHoldout     Step = "Holdout"
 	StepGit         Step = "Git"
 	StepTermination Step = "Termination"
 )
@@ -660,7 +717,7 @@ const (
 )
 
 // Verdict is the outcome of a round.
-// +kubebuilder:validation:Enum=baseline;improved;not_improved;within_noise;no_change;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;constraint_failed;researcher_failed
+// +kubebuilder:validation:Enum=baseline;improved;not_improved;within_noise;no_change;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;constraint_failed;overfit;researcher_failed
 type Verdict string
 
 const (
@@ -679,6 +736,10 @@ const (
 	// VerdictConstraintFailed: a reading of the evaluation broke one of
 	// spec.eval.constraints.
 	VerdictConstraintFailed Verdict = "constraint_failed"
+	// VerdictOverfit: the evaluation judged the candidate improved, but
+	// the hidden holdout evaluation found it worse than the best by more
+	// than spec.holdout.tolerance.
+	VerdictOverfit          Verdict = "overfit"
 	VerdictResearcherFailed Verdict = "researcher_failed"
 )
 
@@ -779,6 +840,11 @@ type AutoResearchStatus struct {
 	// workspace describes the experiment's worktree.
 	// +optional
 	Workspace *WorkspaceStatus `json:"workspace,omitempty"`
+
+	// holdout is the hidden holdout's trend, for the user only: no prompt,
+	// ledger or history holds it. Local runs keep it in spec.holdout.dir.
+	// +optional
+	Holdout *HoldoutStatus `json:"holdout,omitempty"`
 
 	// usage is what the experiment has consumed.
 	// +optional
@@ -952,6 +1018,38 @@ type CandidateStatus struct {
 	// usage of the candidate's Researcher.
 	// +optional
 	Usage Usage `json:"usage"`
+}
+
+// HoldoutStatus is what the hidden holdout evaluation measured.
+type HoldoutStatus struct {
+	// best is the holdout value of the best code, "" until measured.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Best string `json:"best,omitempty"`
+	// bestRound is the round whose code measured best.
+	// +optional
+	BestRound int32 `json:"bestRound"`
+	// readings are the most recent holdout values, oldest first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=atomic
+	Readings []HoldoutReading `json:"readings,omitempty"`
+}
+
+// HoldoutReading is one holdout measurement.
+type HoldoutReading struct {
+	// round is the round measured; 0 for the baseline.
+	// +required
+	Round int32 `json:"round"`
+	// value is the holdout metric as printed.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Value string `json:"value,omitempty"`
+	// verdict is the round's outcome after the holdout.
+	// +required
+	Verdict Verdict `json:"verdict,omitempty"`
 }
 
 // StepDurations are the wall times of a round's user processes.

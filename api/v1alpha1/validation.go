@@ -93,6 +93,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	errs = append(errs, validateEnv(p.Child("train", "env"), s.Train.Env)...)
 	errs = append(errs, validateTolerations(p.Child("train", "tolerations"), s.Train.Tolerations)...)
 	errs = append(errs, s.Eval.validate(p.Child("eval"))...)
+	errs = append(errs, s.Holdout.validate(p.Child("holdout"))...)
 	if s.Profile != nil {
 		required(p.Child("profile", "command"), s.Profile.Command, "give the command that profiles the training code")
 		if s.Profile.ExpectedRuntime != nil {
@@ -201,13 +202,43 @@ func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
 	return append(errs, validateConstraintsOf(p.Child("constraints"), e.Constraints)...)
 }
 
+func (h *HoldoutSpec) validate(p *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if strings.TrimSpace(h.Command) == "" {
+		errs = append(errs, field.Required(p.Child("command"), "the holdout evaluation command"))
+	}
+	if h.Metric != "" && !metricNameRE.MatchString(h.Metric) {
+		errs = append(errs, field.Invalid(p.Child("metric"), h.Metric, "must be the name the holdout command prints its metric under, such as val_bpb: a letter or _, then letters, digits, '_', '.' and '-'"))
+	}
+	if h.Pattern != "" {
+		if re, err := regexp.Compile(h.Pattern); err != nil {
+			errs = append(errs, field.Invalid(p.Child("pattern"), h.Pattern, "invalid regular expression: "+err.Error()))
+		} else if re.NumSubexp() < 1 {
+			errs = append(errs, field.Invalid(p.Child("pattern"), h.Pattern, "needs a capture group around the value"))
+		}
+	}
+	if h.Tolerance != "" {
+		errs = append(errs, h.Tolerance.Validate(p.Child("tolerance"))...)
+	}
+	if !strings.HasPrefix(h.Dir, "/") || len(h.Dir) < 2 {
+		errs = append(errs, field.Invalid(p.Child("dir"), h.Dir, "dir must be an absolute path outside the repository"))
+	}
+	if h.Timeout != nil {
+		errs = append(errs, h.Timeout.Validate(p.Child("timeout"))...)
+	}
+	return errs
+}
+
 func validateConstraintsOf(p *field.Path, constraints []EvalConstraint) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for i, c := range constraints {
 		cp := p.Index(i)
 		if !metricNameRE.MatchString(c.Metric) {
-			errs = append(errs, field.Invalid(cp.Child("metric"), c.Metric, "must be the name of a reading the eval command prints, such as memory_gb"))
+			errs = append(errs, field.Invalid(cp.Child("metric"), c.Metric, "must be the name the eval command prints the reading under, such as memory_gb: a letter or _, then letters, digits, '_', '.' and '-'"))
 		}
 		if seen[c.Metric] {
 			errs = append(errs, field.Duplicate(cp.Child("metric"), c.Metric))
@@ -469,6 +500,7 @@ func (s *AutoResearchSpec) FrozenChanges(old *AutoResearchSpec) []string {
 		{"spec.baseline", s.Baseline, old.Baseline},
 		{"spec.source", s.Source, old.Source},
 		{"spec.workspace", s.Workspace, old.Workspace},
+		{"spec.holdout", s.Holdout, old.Holdout},
 	} {
 		if !reflect.DeepEqual(f.now, f.was) {
 			changed = append(changed, f.path)
@@ -512,6 +544,24 @@ func (s *AutoResearchSpec) EvalTimeout() time.Duration {
 		return s.Eval.Timeout.Duration
 	}
 	return s.Fixed.TimeLimit.Duration
+}
+
+// HoldoutMetric is the name of the holdout's metric: spec.holdout.metric,
+// or eval.metric. "" without a holdout.
+func (s *AutoResearchSpec) HoldoutMetric() string {
+	if s.Holdout == nil {
+		return ""
+	}
+	return cmp.Or(s.Holdout.Metric, s.Eval.Metric)
+}
+
+// HoldoutTimeout bounds the holdout evaluation: spec.holdout.timeout, or
+// the evaluation's.
+func (s *AutoResearchSpec) HoldoutTimeout() time.Duration {
+	if s.Holdout != nil && s.Holdout.Timeout != nil {
+		return s.Holdout.Timeout.Duration
+	}
+	return s.EvalTimeout()
 }
 
 // EpochLimitString is the epoch limit as the environment passes it, "" for none.

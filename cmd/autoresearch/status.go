@@ -95,13 +95,24 @@ func formatStatus(x *runner.Experiment, saved runner.Saved) string {
 		for _, v := range []v1alpha1.Verdict{
 			v1alpha1.VerdictImproved, v1alpha1.VerdictNotImproved, v1alpha1.VerdictWithinNoise, v1alpha1.VerdictNoChange,
 			v1alpha1.VerdictComplianceFailed, v1alpha1.VerdictParityFailed, v1alpha1.VerdictTrainFailed,
-			v1alpha1.VerdictTrainTimeout, v1alpha1.VerdictEvalFailed, v1alpha1.VerdictConstraintFailed, v1alpha1.VerdictResearcherFailed,
+			v1alpha1.VerdictTrainTimeout, v1alpha1.VerdictEvalFailed, v1alpha1.VerdictConstraintFailed, v1alpha1.VerdictOverfit, v1alpha1.VerdictResearcherFailed,
 		} {
 			if n := st.VerdictCounts[v]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", v, n))
 			}
 		}
 		fmt.Fprintf(out, "Verdicts:   %s\n", strings.Join(parts, ", "))
+	}
+	if h := st.Holdout; h != nil {
+		// The user's view only: the Researcher never sees these.
+		var trend []string
+		for _, r := range h.Readings {
+			trend = append(trend, fmt.Sprintf("R%d %s (%s)", r.Round, r.Value, r.Verdict))
+		}
+		fmt.Fprintf(out, "Holdout:    %s=%s (best, round %d; hidden from the Researcher)\n", s.HoldoutMetric(), h.Best, h.BestRound)
+		if len(trend) > 0 {
+			fmt.Fprintf(out, "            trend: %s\n", strings.Join(trend, ", "))
+		}
 	}
 	u := st.Usage
 	fmt.Fprintf(out, "Usage:      researcher %ds, GPU %ds", u.ResearcherSeconds, u.GPUSeconds)

@@ -213,7 +213,7 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		}, "spec.eval.constraints[0]", "set min, max or both"},
 		"constraint bad reading": {func(s *spec) {
 			s.Eval.Constraints = []v1alpha1.EvalConstraint{{Metric: "memory gb", Max: "40"}}
-		}, "spec.eval.constraints[0].metric", "memory gb"},
+		}, "spec.eval.constraints[0].metric", "must be the name the eval command prints the reading under, such as memory_gb"},
 		"constraint limit not a number": {func(s *spec) {
 			s.Eval.Constraints = []v1alpha1.EvalConstraint{{Metric: "memory_gb", Max: "forty"}}
 		}, "spec.eval.constraints[0].max", "must be a finite decimal number"},
@@ -321,6 +321,17 @@ func InvalidProtocols() map[string]InvalidProtocol {
 			kernel(func(*v1alpha1.KernelTarget) {})(s)
 			s.Fixed.Files = nil
 		}, "spec.kernelTargets", "kernelTargets need their baseline modules listed in fixed.files"},
+
+		// The hidden holdout.
+		"relative holdout dir": {func(s *spec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "holdout"}
+		}, "spec.holdout", "dir must be an absolute path outside the repository"},
+		"bad holdout tolerance": {func(s *spec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/holdout", Tolerance: "-1"}
+		}, "spec.holdout.tolerance", nonNegative},
+		"bad holdout metric": {func(s *spec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/holdout", Metric: "a b"}
+		}, "spec.holdout.metric", "must be the name the holdout command prints its metric under, such as val_bpb"},
 
 		// Where the experiment runs.
 		"git and pvc": {func(s *spec) {

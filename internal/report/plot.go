@@ -52,6 +52,7 @@ var markers = []struct {
 	{v1alpha1.VerdictTrainTimeout, marker{draw.PlusGlyph{}, color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}}},
 	{v1alpha1.VerdictEvalFailed, marker{draw.SquareGlyph{}, red}},
 	{v1alpha1.VerdictConstraintFailed, marker{draw.RingGlyph{}, red}},
+	{v1alpha1.VerdictOverfit, marker{draw.PyramidGlyph{}, red}},
 	{v1alpha1.VerdictResearcherFailed, marker{draw.CrossGlyph{}, color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}}},
 }
 

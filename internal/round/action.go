@@ -46,6 +46,14 @@ func CurrentAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchSta
 		a.Type = ActionRunEval
 		a.Sample = sample(st)
 		a.Code = cmp.Or(cr.Candidates[0].Commit, cr.BaseCommit)
+	case v1alpha1.StepHoldout:
+		// The holdout runs on the outputs of the training run the
+		// evaluation just measured: the baseline's last one.
+		a.Type = ActionRunHoldout
+		if cr.Number == 0 && st.Baseline != nil {
+			a.Sample = int32(len(st.Baseline.Values))
+		}
+		a.Code = cmp.Or(cr.Candidates[0].Commit, cr.BaseCommit)
 	case v1alpha1.StepGit:
 		c := &cr.Candidates[0]
 		a.Type = ActionRollback

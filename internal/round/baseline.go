@@ -88,7 +88,7 @@ func (e *engine) measureBaseline(commit, note string) {
 // baseline stays the one judged against: its one preflight run is kept
 // beside it.
 func (e *engine) baselineSample(raw string) {
-	cr, b := e.st.CurrentRound, e.st.Baseline
+	b := e.st.Baseline
 	b.Values = append(b.Values, raw)
 	e.setTask(v1alpha1.StepEval, "baseline run %d/%d: %s=%s", len(b.Values), e.baselineRuns(), e.spec.Eval.Metric, raw)
 	if int32(len(b.Values)) < e.baselineRuns() {
@@ -96,8 +96,21 @@ func (e *engine) baselineSample(raw string) {
 		return
 	}
 	mean, stddev := meanStddev(b.Values)
+	b.Value, b.Stddev, b.Samples = decimal(mean), decimal(stddev), int32(len(b.Values))
+	if e.spec.Holdout != nil {
+		// The best code's holdout value is what candidates are held to.
+		e.advance(v1alpha1.StepHoldout)
+		return
+	}
+	e.baselineMeasured()
+}
+
+// baselineMeasured records round 0 once its runs, and its holdout, are
+// measured, and starts round 1.
+func (e *engine) baselineMeasured() {
+	cr, b := e.st.CurrentRound, e.st.Baseline
+	mean, _ := meanStddev(b.Values)
 	measured := decimal(mean)
-	b.Value, b.Stddev, b.Samples = measured, decimal(stddev), int32(len(b.Values))
 	insight := "unmodified code"
 	if b.Samples > 1 {
 		insight = fmt.Sprintf("unmodified code, %d runs: mean %s, stddev %s", b.Samples, b.Value, b.Stddev)

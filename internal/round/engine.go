@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -19,6 +20,10 @@ type Input struct {
 	Generation  int64
 	Observation Observation
 	Now         time.Time
+	// Unsupported lists what of the spec this adapter cannot run (the
+	// operator: spec.holdout); an experiment that needs it fails before
+	// anything runs.
+	Unsupported field.ErrorList
 }
 
 // Output is the new status and the actions to perform, in order.
@@ -31,9 +36,10 @@ type Output struct {
 // always gives the same output.
 func Next(in Input) Output {
 	e := &engine{
-		spec: in.Spec,
-		st:   *in.Status.DeepCopy(),
-		now:  metav1.NewTime(in.Now),
+		spec:        in.Spec,
+		st:          *in.Status.DeepCopy(),
+		now:         metav1.NewTime(in.Now),
+		unsupported: in.Unsupported,
 	}
 	e.handle(in.Observation)
 	e.st.Usage.Budget = budgetLines(e.spec, &e.st)
@@ -49,6 +55,8 @@ type engine struct {
 	actions []Action
 	// cand is the candidate the observation reports on.
 	cand int32
+	// unsupported is Input.Unsupported.
+	unsupported field.ErrorList
 }
 
 func (e *engine) emit(a Action) { e.actions = append(e.actions, a) }
@@ -83,6 +91,10 @@ func (e *engine) handle(obs Observation) {
 	case ObserveEvalFinished:
 		if e.expect(obs, v1alpha1.StepEval) && obs.Eval != nil {
 			e.evalFinished(*obs.Eval)
+		}
+	case ObserveHoldoutFinished:
+		if e.expect(obs, v1alpha1.StepHoldout) && obs.Holdout != nil {
+			e.holdoutFinished(*obs.Holdout)
 		}
 	case ObserveCommitted, ObserveRolledBack:
 		// A commit answers only an improved round, a rollback only the others.
@@ -124,7 +136,7 @@ func (e *engine) tick(resumed bool) {
 	if e.st.Workspace == nil {
 		// A rule no schema can state (a pattern without a capture group) is
 		// found here, before anything runs, rather than by every step.
-		if errs := e.spec.Validate(); len(errs) > 0 {
+		if errs := append(e.spec.Validate(), e.unsupported...); len(errs) > 0 {
 			e.fail(v1alpha1.ReasonInvalidSpec, "the spec is invalid; fix it in a new experiment: "+errs.ToAggregate().Error())
 			return
 		}

@@ -75,6 +75,13 @@ func (e *engine) restartInterrupted(cr *v1alpha1.RoundStatus) {
 		cr.StepState = v1alpha1.StepStatePending
 		return
 	}
+	if cr.Number == 0 && cr.Step == v1alpha1.StepHoldout {
+		// The holdout measures the outputs of the last baseline run, which
+		// need not have survived: that run is made again.
+		b := e.st.Baseline
+		b.Values = b.Values[:max(0, len(b.Values)-1)]
+		b.Value, b.Stddev, b.Samples = "", "", 0
+	}
 	if cr.Number == 0 {
 		cr.Step = v1alpha1.StepTrain
 		cr.StepState = v1alpha1.StepStatePending

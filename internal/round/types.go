@@ -29,6 +29,12 @@ const (
 	// ActionRunEval verifies the fixed files' hashes, then runs the fixed
 	// evaluation command.
 	ActionRunEval ActionType = "RunEval"
+	// ActionRunHoldout runs the hidden holdout evaluation (spec.holdout)
+	// of the candidate that the evaluation judged improved, or of the
+	// baseline, on the outputs of the training run its evaluation used.
+	// What it prints reaches no file, variable or prompt a Researcher can
+	// read.
+	ActionRunHoldout ActionType = "RunHoldout"
 	// ActionCommit commits the candidate with Message.
 	ActionCommit ActionType = "Commit"
 	// ActionRollback restores BaseCommit, keeping the ledger.
@@ -96,6 +102,7 @@ const (
 	ObserveComplianceChecked  ObservationKind = "ComplianceChecked"
 	ObserveTrainFinished      ObservationKind = "TrainFinished"
 	ObserveEvalFinished       ObservationKind = "EvalFinished"
+	ObserveHoldoutFinished    ObservationKind = "HoldoutFinished"
 	ObserveCommitted          ObservationKind = "Committed"
 	ObserveRolledBack         ObservationKind = "RolledBack"
 	// ObserveFinished reports the commit holding the final ledger.
@@ -119,6 +126,7 @@ type Observation struct {
 	Compliance *ComplianceResult
 	Train      *TrainResult
 	Eval       *EvalResult
+	Holdout    *HoldoutResult
 	// Commit is the commit an ActionCommit made, or the ledger commit an
 	// ActionFinish made.
 	Commit string
@@ -204,4 +212,14 @@ type EvalResult struct {
 	// Readings are the readings spec.eval.constraints limit, by name, as
 	// the evaluation printed them last; one it did not print is missing.
 	Readings map[string]string
+}
+
+// HoldoutResult is what the hidden holdout evaluation printed.
+type HoldoutResult struct {
+	// Exit is how the command ended; its Tail never reaches a verdict.
+	Exit ProcessExit
+	// Found reports whether the holdout metric was printed.
+	Found bool
+	// Value is the holdout metric as printed.
+	Value string
 }

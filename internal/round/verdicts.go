@@ -152,6 +152,11 @@ func (e *engine) evalFinished(r EvalResult) {
 		mark = "↑"
 	}
 	e.setTask(v1alpha1.StepEval, "%s=%s (best: %s %s)", metricName, r.Value, e.st.Best.Value, mark)
+	if verdict == v1alpha1.VerdictImproved && e.spec.Holdout != nil {
+		// An improvement stands only once the hidden holdout agrees.
+		e.advance(v1alpha1.StepHoldout)
+		return
+	}
 	e.decide(verdict, insight)
 }
 

@@ -92,7 +92,8 @@ exit $?`
 
 // nsMountInit is nsInit for a step with mounts: its arguments after the
 // command are pairs of ro or rw and a path, applied in order. Each path is
-// bound onto itself and remounted read-only or read-write, keeping the
+// bound onto itself (or, for hide:<file>, file is bound onto it) and
+// remounted read-only or read-write (read-only for hide), keeping the
 // flags it had (nosuid, nodev, …: a user namespace may not drop them). A
 // mount that fails fails the step before its command runs. The init enters
 // its directory again, by path: the one it started in is under the mounts,
@@ -101,9 +102,11 @@ exit $?`
 const nsMountInit = `cmd=$1
 shift
 while [ $# -gt 1 ]; do
-	mount --bind -- "$2" "$2" &&
+	mode=$1 src=$2
+	case $1 in hide:*) mode=ro src=${1#hide:} ;; esac
+	mount --bind -- "$src" "$2" &&
 		opts=$(findmnt -n -o VFS-OPTIONS --mountpoint "$2" | tail -n 1) &&
-		mount -o "remount,bind,$1${opts#r[ow]}" -- "$2" "$2" || {
+		mount -o "remount,bind,$mode${opts#r[ow]}" -- "$2" "$2" || {
 		echo "autoresearch: cannot mount $2 $1 for the step" >&2
 		exit 125
 	}
@@ -118,6 +121,9 @@ exit $?`
 type Mount struct {
 	Path     string
 	ReadOnly bool
+	// Hide, when set, is an empty file bound read-only over Path, a file,
+	// so that the step reads nothing there.
+	Hide string
 }
 
 // argv is the command line that runs command under c, with mounts when
@@ -132,7 +138,10 @@ func (c containment) argv(command string, mounts []Mount) []string {
 	argv := []string{"/bin/sh", "-c", fmt.Sprintf(nsMountInit, c.dropMountPower()), "autoresearch-step", command}
 	for _, m := range mounts {
 		mode := "rw"
-		if m.ReadOnly {
+		switch {
+		case m.Hide != "":
+			mode = "hide:" + m.Hide
+		case m.ReadOnly:
 			mode = "ro"
 		}
 		argv = append(argv, mode, m.Path)

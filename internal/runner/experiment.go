@@ -200,6 +200,9 @@ func (x *Experiment) LoadSaved() (saved Saved, ok bool, err error) {
 	if err := json.Unmarshal(data, &saved.Status); err != nil {
 		return saved, false, err
 	}
+	if err := x.withHoldout(&saved.Status); err != nil {
+		return saved, false, err
+	}
 	saved.Ledger, err = workspace.ReadLedger(filepath.Join(x.Worktree, filepath.FromSlash(x.Subdir), workspace.ExperiencesFile))
 	if err != nil {
 		return saved, false, err

@@ -103,8 +103,14 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 }
 
 func (l *Local) run(ctx context.Context) error {
+	if err := l.x.checkHoldoutFile(ctx); err != nil {
+		return err
+	}
 	obs, err := l.load(ctx)
 	if err != nil {
+		return err
+	}
+	if err := l.x.withHoldout(&l.status); err != nil {
 		return err
 	}
 	l.out.start(l)
@@ -219,6 +225,9 @@ func (l *Local) checkProtocol() ([]string, error) {
 	if err := json.Unmarshal(data, &started); err != nil {
 		return nil, fmt.Errorf("reading the protocol the experiment started with: %w", err)
 	}
+	if err := l.x.startedHoldout(&started); err != nil {
+		return nil, err
+	}
 	changed := l.spec.FrozenChanges(&started)
 	if len(changed) > 0 && !l.opts.Rebaseline {
 		return nil, fmt.Errorf("%s changed since the experiment started, but the baseline and every verdict were measured under the old value; put it back, "+
@@ -330,8 +339,15 @@ func (l *Local) save() error {
 	if l.status.Workspace == nil {
 		return nil
 	}
-	data, err := json.MarshalIndent(l.status, "", "  ")
+	// The state directory is the Researcher's to read: the holdout's
+	// values go to its own directory.
+	st := l.status
+	st.Holdout = nil
+	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
+		return err
+	}
+	if err := l.x.writeHoldout(l.status.Holdout, l.rebaselined); err != nil {
 		return err
 	}
 	dir := l.x.StateDir()
@@ -347,7 +363,12 @@ func (l *Local) save() error {
 			return err
 		}
 	}
-	if data, err = json.Marshal(l.x.Object.Spec); err != nil {
+	spec := *l.x.Object.Spec.DeepCopy()
+	if spec.Holdout != nil {
+		// Only that there is one: holdout.json keeps it.
+		spec.Holdout = &v1alpha1.HoldoutSpec{}
+	}
+	if data, err = json.Marshal(spec); err != nil {
 		return err
 	}
 	if err := workspace.WriteFileAtomic(protocol, data); err != nil {
@@ -372,6 +393,8 @@ func (l *Local) perform(ctx context.Context, a round.Action) (*round.Observation
 		return l.runTrain(ctx, a)
 	case round.ActionRunEval:
 		return l.runEval(ctx, a)
+	case round.ActionRunHoldout:
+		return l.runHoldout(ctx, a)
 	case round.ActionCommit, round.ActionRollback:
 		return l.gitStep(ctx, a)
 	case round.ActionReportRound:

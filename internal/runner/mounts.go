@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
@@ -29,7 +31,7 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 	if err := f.Close(); err != nil {
 		return nil, err
 	}
-	return []Mount{
+	return l.hiding([]Mount{
 		{Path: l.x.Repo, ReadOnly: true},
 		{Path: common},
 		{Path: l.ws.Root},
@@ -37,7 +39,7 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 		{Path: l.roundDir(n)},
 		{Path: supervisor.BackupDir(l.ws.StateDir(), n), ReadOnly: true},
 		{Path: goEnv},
-	}, nil
+	})
 }
 
 // stepMounts keep everything of the experiment read-only for training and
@@ -49,12 +51,25 @@ func (l *Local) stepMounts(ctx context.Context, run string) ([]Mount, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Mount{
+	return l.hiding([]Mount{
 		{Path: l.x.Repo, ReadOnly: true},
 		{Path: common, ReadOnly: true},
 		{Path: l.ws.Root, ReadOnly: true},
 		{Path: run},
-	}, nil
+	})
+}
+
+// hiding adds to mounts the empty file bound over the experiment file when
+// it names a hidden holdout, which no step but the holdout's may read.
+func (l *Local) hiding(mounts []Mount) ([]Mount, error) {
+	if l.spec.Holdout == nil {
+		return mounts, nil
+	}
+	empty := filepath.Join(l.ws.StateDir(), "hidden")
+	if err := os.WriteFile(empty, nil, 0o444); err != nil && !errors.Is(err, os.ErrPermission) {
+		return nil, err
+	}
+	return append(mounts, Mount{Path: l.x.File, Hide: empty}), nil
 }
 
 // gitCommonDir is the repository's git directory, which need not be in the

@@ -197,7 +197,7 @@ func (p Process) mounts(c containment) ([]Mount, error) {
 		if err != nil {
 			return nil, fmt.Errorf("a mount of the step: %w", err)
 		}
-		mounts[i] = Mount{Path: path, ReadOnly: m.ReadOnly}
+		mounts[i] = Mount{Path: path, ReadOnly: m.ReadOnly, Hide: m.Hide}
 	}
 	return mounts, nil
 }

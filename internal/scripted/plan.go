@@ -115,6 +115,7 @@ var expectable = []v1alpha1.Verdict{
 	v1alpha1.VerdictTrainTimeout,
 	v1alpha1.VerdictEvalFailed,
 	v1alpha1.VerdictConstraintFailed,
+	v1alpha1.VerdictOverfit,
 	v1alpha1.VerdictResearcherFailed,
 }
 

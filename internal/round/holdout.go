@@ -1,0 +1,111 @@
+package round
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
+)
+
+// maxHoldoutReadings bounds status.holdout.readings.
+const maxHoldoutReadings = 50
+
+// overfitInsight is all an overfit candidate's record says: the Researcher
+// reads the record, and must learn nothing of the holdout but the verdict.
+const overfitInsight = "overfit: the hidden holdout evaluation disagrees with the improvement; rolled back"
+
+// holdoutFinished judges the hidden holdout of the baseline or of a
+// candidate the evaluation judged improved. Nothing it printed, and not its
+// value, goes into the candidate, the task list or the message: only into
+// status.holdout, which is the user's.
+func (e *engine) holdoutFinished(r HoldoutResult) {
+	cr, c := e.st.CurrentRound, e.candidate()
+	e.addGPUTime(r.Exit.Duration)
+	value, err := metric.ParseDecimal(r.Value)
+	failed := r.Exit.Failed() || !r.Found || err != nil || math.IsNaN(value) || math.IsInf(value, 0)
+	if cr.Number == 0 {
+		if failed {
+			e.baselineFailed("could not be measured by the hidden holdout evaluation", holdoutFailure(r, e.spec.HoldoutMetric()))
+			return
+		}
+		e.holdoutReading(0, r.Value, v1alpha1.VerdictBaseline, true)
+		e.baselineMeasured()
+		return
+	}
+	if failed {
+		// The candidate is judged by what both evaluations say; the
+		// holdout's output stays the user's.
+		e.holdoutReading(cr.Number, "", v1alpha1.VerdictEvalFailed, false)
+		e.decide(v1alpha1.VerdictEvalFailed, "the hidden holdout evaluation of the candidate failed, so the improvement cannot be confirmed; rolled back")
+		return
+	}
+	if best, ok := e.holdoutBest(); ok && holdoutWorse(value, best, decimalOrZero(string(e.spec.Holdout.Tolerance)), e.spec.Eval.Direction) {
+		e.holdoutReading(cr.Number, r.Value, v1alpha1.VerdictOverfit, false)
+		e.decide(v1alpha1.VerdictOverfit, overfitInsight)
+		return
+	}
+	e.holdoutReading(cr.Number, r.Value, v1alpha1.VerdictImproved, true)
+	best, _ := metric.ParseDecimal(e.st.Best.Value)
+	candidate, _ := metric.ParseDecimal(c.Value)
+	verdict, insight := e.judge(candidate, best)
+	e.decide(verdict, insight)
+}
+
+// holdoutBest is the best code's holdout value, if one was measured.
+func (e *engine) holdoutBest() (float64, bool) {
+	h := e.st.Holdout
+	if h == nil || h.Best == "" {
+		return 0, false
+	}
+	v, err := metric.ParseDecimal(h.Best)
+	return v, err == nil
+}
+
+// holdoutWorse reports whether value is worse than best by more than
+// tolerance, in direction's sense of better.
+func holdoutWorse(value, best, tolerance float64, direction v1alpha1.Direction) bool {
+	worse := value - best
+	if direction == v1alpha1.DirectionMaximize {
+		worse = best - value
+	}
+	// Decimal inputs must not differ by float residue.
+	worse, _ = strconv.ParseFloat(strconv.FormatFloat(worse, 'g', 12, 64), 64)
+	return worse > tolerance
+}
+
+// holdoutReading keeps a holdout measurement in the user's trend; best
+// makes it the best code's.
+func (e *engine) holdoutReading(round int32, value string, verdict v1alpha1.Verdict, best bool) {
+	h := e.st.Holdout
+	if h == nil {
+		h = &v1alpha1.HoldoutStatus{}
+		e.st.Holdout = h
+	}
+	if best {
+		h.Best, h.BestRound = value, round
+	}
+	if value == "" {
+		value = "—"
+	}
+	h.Readings = append(h.Readings, v1alpha1.HoldoutReading{Round: round, Value: value, Verdict: verdict})
+	if over := len(h.Readings) - maxHoldoutReadings; over > 0 {
+		h.Readings = append([]v1alpha1.HoldoutReading(nil), h.Readings[over:]...)
+	}
+}
+
+// holdoutFailure says why the holdout gave no value, for the user: the
+// exit, never the output.
+func holdoutFailure(r HoldoutResult, name string) string {
+	switch {
+	case r.Exit.TimedOut:
+		return fmt.Sprintf("the hidden holdout evaluation timed out after %s", r.Exit.Duration)
+	case r.Exit.ExitCode != 0:
+		return fmt.Sprintf("the hidden holdout evaluation exited with code %d (its log is in spec.holdout.dir)", r.Exit.ExitCode)
+	case !r.Found:
+		return fmt.Sprintf("the hidden holdout evaluation printed no %s (its log is in spec.holdout.dir)", name)
+	default:
+		return fmt.Sprintf("the hidden holdout evaluation printed %s=%s, which is not a finite number", name, r.Value)
+	}
+}

@@ -1,0 +1,190 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+// The hidden holdout, locally. The supervisor's state directory lies in the
+// worktree, where the Researcher reads it, so nothing of the holdout goes
+// there: not its spec (protocol.json keeps an empty spec.holdout, which
+// says only that there is one), not its values (state.json has no
+// status.holdout) and not its output. All of that lives in
+// spec.holdout.dir/.autoresearch/<name>: holdout.json, and each holdout
+// run's checkout and log.
+
+// holdoutFile holds the holdout's spec as the experiment started with it,
+// and status.holdout.
+const holdoutFile = "holdout.json"
+
+// holdoutState is what holdoutFile holds.
+type holdoutState struct {
+	Spec   *v1alpha1.HoldoutSpec   `json:"spec,omitempty"`
+	Status *v1alpha1.HoldoutStatus `json:"status,omitempty"`
+}
+
+// HoldoutStateDir is where the supervisor keeps the holdout's state and runs
+// of the experiment, "" without a holdout.
+func (x *Experiment) HoldoutStateDir() string {
+	h := x.Object.Spec.Holdout
+	if h == nil {
+		return ""
+	}
+	return filepath.Join(h.Dir, ".autoresearch", x.Object.Name)
+}
+
+// readHoldout reads the holdout's saved state; a zero one when there is
+// none.
+func (x *Experiment) readHoldout() (holdoutState, error) {
+	var s holdoutState
+	dir := x.HoldoutStateDir()
+	if dir == "" {
+		return s, nil
+	}
+	data, err := os.ReadFile(filepath.Join(dir, holdoutFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("reading the holdout's state: %w", err)
+	}
+	return s, nil
+}
+
+// writeHoldout saves the holdout's state; with protocol, the holdout's spec
+// as the one in force.
+func (x *Experiment) writeHoldout(st *v1alpha1.HoldoutStatus, protocol bool) error {
+	dir := x.HoldoutStateDir()
+	if dir == "" {
+		return nil
+	}
+	saved, err := x.readHoldout()
+	if err != nil {
+		return err
+	}
+	saved.Status = st
+	if protocol || saved.Spec == nil {
+		saved.Spec = x.Object.Spec.Holdout
+	}
+	data, err := json.MarshalIndent(saved, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return workspace.WriteFileAtomic(filepath.Join(dir, holdoutFile), data)
+}
+
+// withHoldout fills in what the state directory does not hold of the
+// holdout: status.holdout from its own file.
+func (x *Experiment) withHoldout(st *v1alpha1.AutoResearchStatus) error {
+	saved, err := x.readHoldout()
+	if err != nil {
+		return err
+	}
+	st.Holdout = saved.Status
+	return nil
+}
+
+// startedHoldout puts back into started, the protocol the experiment
+// started with, the holdout spec that protocol.json only marks.
+func (x *Experiment) startedHoldout(started *v1alpha1.AutoResearchSpec) error {
+	if started.Holdout == nil {
+		return nil
+	}
+	saved, err := x.readHoldout()
+	if err != nil {
+		return err
+	}
+	// A holdout whose state is gone (or moved with spec.holdout.dir) is
+	// another holdout.
+	started.Holdout = saved.Spec
+	if started.Holdout == nil {
+		started.Holdout = &v1alpha1.HoldoutSpec{}
+	}
+	return nil
+}
+
+// checkHoldoutFile refuses an experiment file that names a holdout and is
+// tracked in the repository: every checkout, the Researcher's worktree
+// first, would hold it.
+func (x *Experiment) checkHoldoutFile(ctx context.Context) error {
+	if x.Object.Spec.Holdout == nil {
+		return nil
+	}
+	rel, err := filepath.Rel(x.Repo, x.File)
+	if err != nil {
+		return err
+	}
+	if _, err := workspace.Git(ctx, x.Repo, nil, "ls-files", "--error-unmatch", "--", rel); err == nil {
+		return fmt.Errorf("%s names a hidden holdout (spec.holdout) but is tracked in the repository, where every Researcher reads it: "+
+			"untrack it (git rm --cached %s, and ignore it) or keep the experiment file out of git", x.File, rel)
+	}
+	return nil
+}
+
+// runHoldout runs the hidden holdout evaluation in a fresh checkout of the
+// code with the outputs of the training run the evaluation measured. The
+// checkout and the log lie in the holdout's own directory, never in the
+// worktree, and nothing the command prints is reported but its metric.
+func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observation, error) {
+	h := l.spec.Holdout
+	obs := &round.Observation{Kind: round.ObserveHoldoutFinished, Round: a.Round, Holdout: &round.HoldoutResult{}}
+	name := fmt.Sprintf("r%d", a.Round)
+	if a.Sample > 0 {
+		name = fmt.Sprintf("r%d-s%d", a.Round, a.Sample)
+	}
+	base := filepath.Join(l.x.HoldoutStateDir(), "runs")
+	run := filepath.Join(base, name)
+	// Only the last holdout's checkout is kept.
+	if err := os.RemoveAll(base); err != nil {
+		return nil, err
+	}
+	trained := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain)
+	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run,
+		filepath.Join(trained, filepath.FromSlash(l.ws.Subdir)), v1alpha1.Strings(l.spec.Train.Outputs))
+	if oe := (*workspace.OutputError)(nil); errors.As(err, &oe) {
+		obs.Holdout.Exit = round.ProcessExit{ExitCode: 1}
+		return obs, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := l.stepMounts(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	// The candidate's code runs here too: the holdout's data and state are
+	// read-only to it, but its own checkout.
+	mounts = append(mounts[:len(mounts)-1], Mount{Path: h.Dir, ReadOnly: true}, Mount{Path: run})
+	exit, output, err := Process{
+		Command: h.Command, Dir: dir,
+		Env: append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), envVars(l.spec.Train.Env)...),
+			"AUTORESEARCH_HOLDOUT_DIR="+h.Dir),
+		Timeout: l.spec.HoldoutTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
+		LogPath: filepath.Join(l.x.HoldoutStateDir(), name+".log"), Mounts: mounts,
+	}.RunOutput(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := supervisor.ReadEvalLog(output, l.spec.HoldoutMetric(), h.Pattern, nil)
+	if err != nil {
+		return nil, err
+	}
+	exit.Tail = ""
+	obs.Holdout.Exit, obs.Holdout.Found, obs.Holdout.Value = exit, res.Found, res.Value
+	return obs, nil
+}
