@@ -14,6 +14,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -76,7 +77,7 @@ func formatStatus(x *runner.Experiment, saved runner.Saved) string {
 	fmt.Fprintf(out, "Experiment: %s\n", x.Object.Name)
 	fmt.Fprintf(out, "Worktree:   %s (branch autoresearch/%s)\n", x.Worktree, x.Object.Name)
 	fmt.Fprintf(out, "Phase:      %s — %s\n", st.Phase, st.Message)
-	fmt.Fprintf(out, "Round:      %d done / %d\n", st.CompletedRounds, s.MaxRounds)
+	fmt.Fprintf(out, "Round:      %s done\n", workspace.RoundsDone(int(st.CompletedRounds), int(s.MaxRounds)))
 	if b := st.Best; b != nil {
 		fmt.Fprintf(out, "Best:       %s=%s (round %d, commit %.7s)\n", m, b.Value, b.Round, b.Commit)
 	}

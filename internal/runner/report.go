@@ -44,7 +44,7 @@ func (r *reporter) start(l *Local) {
 	}
 	round := fmt.Sprintf("Round %d/%d", next, s.MaxRounds)
 	if next > s.MaxRounds {
-		round = fmt.Sprintf("%d/%d rounds done", st.CompletedRounds, s.MaxRounds)
+		round = workspace.RoundsDone(int(st.CompletedRounds), int(s.MaxRounds)) + " rounds done"
 	}
 	r.printf("Starting autoresearch: %s %s. Baseline: %s = %s.\n", strings.TrimSpace(s.ResearchQuestion), round, s.Eval.Metric, baseline)
 	r.printf("Worktree: %s (branch autoresearch/%s)\n", l.x.Worktree, l.x.Object.Name)
@@ -151,7 +151,7 @@ func (r *reporter) final(l *Local, a round.Action, ledger workspace.Ledger) {
 			r.printf("- Improvement: %s\n", metric.Improvement(b.Value, st.Best.Value))
 		}
 	}
-	r.printf("- Rounds: %d / %d\n", st.CompletedRounds, l.spec.MaxRounds)
+	r.printf("- Rounds: %s\n", workspace.RoundsDone(int(st.CompletedRounds), int(l.spec.MaxRounds)))
 	r.printf("- Termination: %s\n", a.Reason)
 	r.printf("- Verdicts: %s\n", verdictSummary(st.VerdictCounts))
 	r.printf("- Ledger: %s, %s; best code on branch %s\n", l.ws.ExperiencesPath(), l.ws.ResultsPath(), l.ws.Branch)

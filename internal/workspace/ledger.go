@@ -172,7 +172,7 @@ func (l Ledger) summary() string {
 	if status == "" {
 		status = statusNotStarted
 	}
-	return fmt.Sprintf("best: %s\nrounds: %d / %d\nstatus: %s\n", best, l.Rounds, l.MaxRounds, status)
+	return fmt.Sprintf("best: %s\nrounds: %s\nstatus: %s\n", best, RoundsDone(l.Rounds, l.MaxRounds), status)
 }
 
 func tableHeader() string {
@@ -502,4 +502,13 @@ func WriteFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// RoundsDone is "3 / 20", or "3 (maxRounds lowered to 2)" once maxRounds
+// was lowered below the rounds done.
+func RoundsDone(done, maxRounds int) string {
+	if done > maxRounds {
+		return fmt.Sprintf("%d (maxRounds lowered to %d)", done, maxRounds)
+	}
+	return fmt.Sprintf("%d / %d", done, maxRounds)
 }

@@ -230,3 +230,18 @@ func TestStrategyFromLastRow(t *testing.T) {
 		t.Errorf("StrategyFrom = %q, want the appended row's strategy", got)
 	}
 }
+
+func TestRoundsDone(t *testing.T) {
+	for _, tc := range []struct {
+		done, max int
+		want      string
+	}{
+		{3, 20, "3 / 20"},
+		{20, 20, "20 / 20"},
+		{3, 2, "3 (maxRounds lowered to 2)"},
+	} {
+		if got := RoundsDone(tc.done, tc.max); got != tc.want {
+			t.Errorf("RoundsDone(%d, %d) = %q, want %q", tc.done, tc.max, got, tc.want)
+		}
+	}
+}
