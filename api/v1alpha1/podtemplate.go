@@ -111,14 +111,19 @@ func validateTemplateContainers(sp *field.Path, s *corev1.PodSpec, container str
 	return errs
 }
 
-// reservedBy returns the reserved path that p equals, lies under or holds,
-// or "".
+// reservedBy returns the reserved path that p overlaps, or "".
 func reservedBy(p string) string {
-	p = path.Clean(p)
 	for _, r := range ReservedMountPaths {
-		if p == r || strings.HasPrefix(p, r+"/") || strings.HasPrefix(r, strings.TrimSuffix(p, "/")+"/") {
+		if MountPathsOverlap(p, r) {
 			return r
 		}
 	}
 	return ""
+}
+
+// MountPathsOverlap reports whether a and b are the same path or one
+// holds the other, so that a mount at one hides or is hidden by the other.
+func MountPathsOverlap(a, b string) bool {
+	a, b = strings.TrimSuffix(path.Clean(a), "/")+"/", strings.TrimSuffix(path.Clean(b), "/")+"/"
+	return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
 }
