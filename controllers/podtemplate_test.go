@@ -8,9 +8,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
@@ -43,6 +46,16 @@ func TestPodTemplates(t *testing.T) {
 	ns := newNamespace(t)
 	startManager(t)
 	const name = "shaped"
+	// The API server admits a pod only with a PriorityClass and a
+	// RuntimeClass that exist.
+	for _, obj := range []client.Object{
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Value: 100},
+		&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"},
+	} {
+		if err := k8s.Create(context.Background(), obj); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+	}
 	ar := builder.MakeAutoResearch(name, ns).Question("q").MaxRounds(1).TimeLimit(time.Minute).Edit(func(s *v1alpha1.AutoResearchSpec) {
 		s.Train.Shm = ptr.To(resource.MustParse("8Gi"))
 		s.Train.PodTemplate = builder.PodTemplate(datasetTemplate)
@@ -70,7 +83,7 @@ func TestPodTemplates(t *testing.T) {
 	researcher := waitPod(t, ns, name+"-r1-researcher")
 	checkStepPod(t, researcher)
 	c := researcher.Spec.Containers[0]
-	if researcher.Spec.NodeSelector["pool"] != "cpu" || env(c, "HOME") != "/tmp" || researcher.Spec.ServiceAccountName != "default" {
+	if researcher.Spec.NodeSelector["pool"] != "cpu" || env(c, "HOME") != "/tmp" || researcher.Spec.ServiceAccountName != "" && researcher.Spec.ServiceAccountName != "default" {
 		t.Errorf("researcher node selector %v, HOME %q, service account %q; want the template's and the default account", researcher.Spec.NodeSelector, env(c, "HOME"), researcher.Spec.ServiceAccountName)
 	}
 	if !ptr.Deref(researcher.Spec.SecurityContext.RunAsNonRoot, false) || ptr.Deref(researcher.Spec.AutomountServiceAccountToken, true) {
@@ -147,13 +160,13 @@ func TestMergeKeepsTheOperatorsStep(t *testing.T) {
 		check    func(t *testing.T, got corev1.PodTemplateSpec)
 	}{
 		"another command, image and privileges": {template: `spec: {containers: [{name: train, image: evil, command: [sh], args: [-c, 'echo val_bpb: 0'], workingDir: /, securityContext: {privileged: true}}]}`},
-		"a mount over the sealed code":          {template: `spec: {containers: [{name: train, volumeMounts: [{name: w, mountPath: /workspace/worktree}, {name: w, mountPath: /workspace}]}], volumes: [{name: w, emptyDir: {}}]}`, check: func(t *testing.T, got corev1.PodTemplateSpec) {
+		"a mount over the sealed code": {template: `spec: {containers: [{name: train, volumeMounts: [{name: w, mountPath: /workspace/worktree}, {name: w, mountPath: /workspace}]}], volumes: [{name: w, emptyDir: {}}]}`, check: func(t *testing.T, got corev1.PodTemplateSpec) {
 			if i := slices.IndexFunc(got.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "w" }); i < 0 {
 				t.Errorf("the template's volume is gone: %v", got.Spec.Volumes)
 			}
 		}},
-		"a replaced workspace volume": {template: `spec: {volumes: [{name: workspace, emptyDir: {}}]}`},
-		"init containers and sidecars": {template: `spec: {initContainers: [{name: fetch, image: busybox}], containers: [{name: sidecar, image: busybox}]}`},
+		"a replaced workspace volume":    {template: `spec: {volumes: [{name: workspace, emptyDir: {}}]}`},
+		"init containers and sidecars":   {template: `spec: {initContainers: [{name: fetch, image: busybox}], containers: [{name: sidecar, image: busybox}]}`},
 		"root, the host and no deadline": {template: `spec: {hostNetwork: true, hostPID: true, restartPolicy: Always, activeDeadlineSeconds: 999999, securityContext: {runAsUser: 0, runAsNonRoot: false, seccompProfile: {type: Unconfined}}}`},
 		"operator's labels and GPUs": {template: `metadata: {labels: {autoresearch.dev/step: eval}}
 spec: {containers: [{name: train, resources: {limits: {nvidia.com/gpu: 0}}}]}`},

@@ -77,11 +77,15 @@ func TestValidateRulesNoCRDRuleStates(t *testing.T) {
 			"spec.train.podTemplate.spec.volumes[0].hostPath: Forbidden: hostPath volumes are refused",
 		},
 		"a pod template that runs as root": {
-			func(s *v1alpha1.AutoResearchSpec) { s.Train.PodTemplate = builder.PodTemplate("spec: {securityContext: {runAsUser: 0}}") },
+			func(s *v1alpha1.AutoResearchSpec) {
+				s.Train.PodTemplate = builder.PodTemplate("spec: {securityContext: {runAsUser: 0}}")
+			},
 			"spec.train.podTemplate.spec.securityContext: Forbidden: step pods run as a non-root user",
 		},
 		"a pod template on the host network": {
-			func(s *v1alpha1.AutoResearchSpec) { s.Train.PodTemplate = builder.PodTemplate("spec: {hostNetwork: true}") },
+			func(s *v1alpha1.AutoResearchSpec) {
+				s.Train.PodTemplate = builder.PodTemplate("spec: {hostNetwork: true}")
+			},
 			"spec.train.podTemplate.spec: Forbidden: hostNetwork, hostPID and hostIPC are refused",
 		},
 		"a pod template with init containers": {
