@@ -68,7 +68,6 @@ func keepOperatorsSpec(s, gen *corev1.PodSpec, noToken bool) {
 	sc.SeccompProfile = gen.SecurityContext.SeccompProfile
 	s.SecurityContext = sc
 
-	var operatorMounts []string
 	containers := make([]corev1.Container, 0, len(gen.Containers))
 	for _, g := range gen.Containers {
 		c := g
@@ -76,9 +75,6 @@ func keepOperatorsSpec(s, gen *corev1.PodSpec, noToken bool) {
 			c = keepOperatorsContainer(s.Containers[i], g)
 		}
 		containers = append(containers, c)
-		for _, m := range g.VolumeMounts {
-			operatorMounts = append(operatorMounts, m.MountPath)
-		}
 	}
 	s.Containers = containers
 
