@@ -253,7 +253,11 @@ func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoR
 		if err := r.ensure(ctx, ar, cm); err != nil {
 			return err
 		}
-		return r.ensure(ctx, ar, b.researcherPod(a))
+		pod, err := b.researcherPod(a)
+		if err != nil {
+			return err
+		}
+		return r.ensure(ctx, ar, pod)
 	case round.ActionCheckCompliance:
 		if w.pods[name] != nil {
 			return nil
@@ -263,7 +267,11 @@ func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoR
 		if w.jobs[name] != nil {
 			return nil
 		}
-		return r.ensure(ctx, ar, b.gpuJob(a))
+		job, err := b.gpuJob(a)
+		if err != nil {
+			return err
+		}
+		return r.ensure(ctx, ar, job)
 	case round.ActionCommit, round.ActionRollback:
 		if w.pods[name] != nil {
 			return nil

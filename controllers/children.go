@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -62,6 +63,12 @@ const (
 	hashesMount     = "/etc/autoresearch-hashes"
 	resultsMount    = "/results"
 	gitCredsMount   = "/etc/git-credentials"
+	volumeHome      = "home"
+	volumeShm       = "shm"
+	// homeDir is a writable HOME for the non-root user in images that
+	// have none for it.
+	homeDir  = "/home/autoresearch"
+	shmMount = "/dev/shm"
 )
 
 // childBuilder makes the children of one experiment.
@@ -161,6 +168,14 @@ func (b childBuilder) toolsInit(spec *corev1.PodSpec) {
 	})
 }
 
+// withHome gives the container a writable HOME on an emptyDir; an env
+// entry named HOME that follows, or a template's, overrides it.
+func withHome(spec *corev1.PodSpec, c *corev1.Container) {
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeHome, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeHome, MountPath: homeDir})
+	c.Env = append([]corev1.EnvVar{{Name: "HOME", Value: homeDir}}, c.Env...)
+}
+
 func withTools(c corev1.Container) corev1.Container {
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeTools, MountPath: steps.ToolsMount, ReadOnly: true})
 	return c
@@ -227,8 +242,9 @@ func (b childBuilder) roundConfigMap(n int32, prompt string) (*corev1.ConfigMap,
 
 // researcherPod runs the untrusted Researcher: no service-account token,
 // the worktree writable, the git directory read-only, the prompt from a
-// ConfigMap, API keys only through the spec's secret references.
-func (b childBuilder) researcherPod(a round.Action) *corev1.Pod {
+// ConfigMap, API keys only through the spec's secret references, and
+// researcher.podTemplate merged over it.
+func (b childBuilder) researcherPod(a round.Action) (*corev1.Pod, error) {
 	s := b.ar.Spec
 	prepare := container("prepare", b.image, steps.PrepareArgs(projectBinary, steps.PrepareOptions{
 		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Ledger: a.Ledger,
@@ -263,6 +279,7 @@ func (b childBuilder) researcherPod(a round.Action) *corev1.Pod {
 		},
 	})
 	spec := b.podSpec(researcher)
+	withHome(&spec, &spec.Containers[0])
 	spec.InitContainers = []corev1.Container{prepare}
 	b.toolsInit(&spec)
 	spec.ActiveDeadlineSeconds = ptr.To(seconds(s.ResearcherTimeout()))
@@ -270,7 +287,13 @@ func (b childBuilder) researcherPod(a round.Action) *corev1.Pod {
 		LocalObjectReference: corev1.LocalObjectReference{Name: roundConfigMapName(b.ar, a.Round)},
 		Items:                []corev1.KeyToPath{{Key: promptKey, Path: path.Base(steps.PromptFile)}},
 	}}})
-	return b.pod(childName(b.ar, a), a.Round, stepResearcher, spec)
+	pod := b.pod(childName(b.ar, a), a.Round, stepResearcher, spec)
+	t, err := mergePodTemplate(corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels}, Spec: pod.Spec}, s.Researcher.PodTemplate, true)
+	if err != nil {
+		return nil, err
+	}
+	pod.Labels, pod.Annotations, pod.Spec = t.Labels, t.Annotations, t.Spec
+	return pod, nil
 }
 
 // compliancePod checks the changed files in the operator's image and, when
@@ -325,8 +348,9 @@ func (b childBuilder) evalImage() string {
 // gpuJob runs training or evaluation: the step wrapper in the user's image,
 // the GPU requested, a deadline, no retries for candidate failures, and
 // disruptions (preemption, eviction) ignored so that they never become a
-// verdict.
-func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
+// verdict; train.podTemplate, and for the evaluation eval.podTemplate,
+// merged over its pod.
+func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 	s := b.ar.Spec
 	step := actionStep(a.Type)
 	opts := steps.ExecOptions{
@@ -376,6 +400,13 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 		c.Resources.Requests[GPUResource] = gpus
 	}
 	spec := b.podSpec(c)
+	withHome(&spec, &spec.Containers[0])
+	if shm := s.Train.Shm; shm != nil {
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeShm, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(shm.DeepCopy()),
+		}}})
+		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeShm, MountPath: shmMount})
+	}
 	b.toolsInit(&spec)
 	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step))
 	spec.NodeSelector = s.Train.NodeSelector
@@ -397,14 +428,33 @@ func (b childBuilder) gpuJob(a round.Action) *batchv1.Job {
 				Action:          batchv1.PodFailurePolicyActionIgnore,
 				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
 			}}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: meta.Labels}, Spec: spec},
 		},
 	}
+	template, err := b.stepTemplate(corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(meta.Labels)}, Spec: spec}, step)
+	if err != nil {
+		return nil, err
+	}
+	job.Spec.Template = template
 	if q := s.QueueName; q != "" {
 		job.Labels[LabelKueueQueue] = q
 		job.Spec.Suspend = ptr.To(true)
 	}
-	return job
+	return job, nil
+}
+
+// stepTemplate merges train.podTemplate over a training or evaluation pod
+// and then, for the evaluation, eval.podTemplate. In the evaluation pod,
+// train.podTemplate's container named train patches the step's container.
+func (b childBuilder) stepTemplate(t corev1.PodTemplateSpec, step string) (corev1.PodTemplateSpec, error) {
+	s := b.ar.Spec
+	c := &t.Spec.Containers[0]
+	c.Name = steps.StepTrain
+	t, err := mergePodTemplate(t, s.Train.PodTemplate, false)
+	if err != nil || step != steps.StepEval {
+		return t, err
+	}
+	t.Spec.Containers[0].Name = steps.StepEval
+	return mergePodTemplate(t, s.Eval.PodTemplate, false)
 }
 
 // runDir is where the train or eval step of a checks out its code.

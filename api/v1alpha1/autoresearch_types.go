@@ -373,6 +373,23 @@ type TrainSpec struct {
 	// +kubebuilder:validation:items:XValidation:rule="!has(self.effect) || self.effect in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="effect must be NoSchedule, PreferNoSchedule or NoExecute, or empty for all three"
 	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",message="a toleration with operator Exists takes no value"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// shm mounts a memory-backed emptyDir of this size at /dev/shm in the
+	// training and evaluation containers, which PyTorch's data loader
+	// workers need beyond the runtime's 64Mi default.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).isGreaterThan(quantity('0'))",message="must be a positive size such as 8Gi"
+	Shm *resource.Quantity `json:"shm,omitempty"`
+
+	// podTemplate is a partial pod template merged over the training pod,
+	// and then the evaluation pod, as a strategic merge patch: volumes,
+	// affinity, priorityClassName, runtimeClassName, serviceAccountName,
+	// imagePullSecrets and the like. Its container named train patches the
+	// step's container (in the evaluation pod too); the operator's command,
+	// image, security context and mounts always win. README.md lists what
+	// may be overridden.
+	// +optional
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 }
 
 // EvalSpec is the fixed evaluation and the metric it prints.
@@ -428,6 +445,12 @@ type EvalSpec struct {
 	// +listType=map
 	// +listMapKey=metric
 	Constraints []EvalConstraint `json:"constraints,omitempty"`
+
+	// podTemplate is merged over the evaluation pod after train.podTemplate,
+	// as a strategic merge patch; its container named eval patches the
+	// step's container.
+	// +optional
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 }
 
 // HoldoutSpec is the hidden holdout evaluation.
@@ -576,6 +599,13 @@ type ResearcherSpec struct {
 	// timeout bounds one Researcher run; defaults to twice the training time limit.
 	// +optional
 	Timeout *Duration `json:"timeout,omitempty"`
+
+	// podTemplate is merged over the Researcher pod as a strategic merge
+	// patch; its container named researcher patches the Researcher's
+	// container. The Researcher never gets a service account's token: the
+	// template may not name a service account or project a token.
+	// +optional
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
 }
 
 // SourceSpec is where the experiment's repository comes from in a cluster.

@@ -92,6 +92,11 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	}
 	errs = append(errs, validateEnv(p.Child("train", "env"), s.Train.Env)...)
 	errs = append(errs, validateTolerations(p.Child("train", "tolerations"), s.Train.Tolerations)...)
+	if s.Train.Shm != nil && s.Train.Shm.Sign() <= 0 {
+		errs = append(errs, field.Invalid(p.Child("train", "shm"), s.Train.Shm.String(), "must be a positive size such as 8Gi"))
+	}
+	errs = append(errs, validatePodTemplate(p.Child("train", "podTemplate"), s.Train.PodTemplate, "train", false)...)
+	errs = append(errs, validatePodTemplate(p.Child("eval", "podTemplate"), s.Eval.PodTemplate, "eval", false)...)
 	errs = append(errs, s.Eval.validate(p.Child("eval"))...)
 	errs = append(errs, s.Holdout.validate(p.Child("holdout"))...)
 	if s.Profile != nil {
@@ -109,6 +114,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if s.Researcher.Timeout != nil {
 		errs = append(errs, s.Researcher.Timeout.Validate(p.Child("researcher", "timeout"))...)
 	}
+	errs = append(errs, validatePodTemplate(p.Child("researcher", "podTemplate"), s.Researcher.PodTemplate, "researcher", true)...)
 	if s.Source.Git != nil && s.Source.PVC != nil {
 		errs = append(errs, field.Forbidden(p.Child("source"), "takes either git or pvc, not both"))
 	}

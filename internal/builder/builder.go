@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -339,6 +342,7 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		}, "spec.source", "source takes either git or pvc, not both"},
 		"negative workspace size": {func(s *spec) { s.Workspace.Size = ptr.To(resource.MustParse("-1Gi")) }, "spec.workspace.size", "must be a positive size such as 10Gi"},
 		"zero workspace size":     {func(s *spec) { s.Workspace.Size = ptr.To(resource.MustParse("0")) }, "spec.workspace.size", "must be a positive size such as 10Gi"},
+		"zero shm":                {func(s *spec) { s.Train.Shm = ptr.To(resource.MustParse("0")) }, "spec.train.shm", "must be a positive size such as 8Gi"},
 		"unknown access mode": {func(s *spec) {
 			s.Workspace.AccessModes = []corev1.PersistentVolumeAccessMode{"ReadWriteSometimes"}
 		}, "spec.workspace.accessModes[0]", `Unsupported value: "ReadWriteSometimes": supported values: "ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod"`},
@@ -356,4 +360,13 @@ func InvalidProtocols() map[string]InvalidProtocol {
 			s.Train.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Value: "present"}}
 		}, "spec.train.tolerations[0]", "a toleration with operator Exists takes no value"},
 	}
+}
+
+// PodTemplate is a podTemplate field written in YAML.
+func PodTemplate(text string) *v1alpha1.PodTemplate {
+	raw, err := yaml.YAMLToJSON([]byte(text))
+	if err != nil {
+		panic(err)
+	}
+	return &v1alpha1.PodTemplate{RawExtension: runtime.RawExtension{Raw: raw}}
 }

@@ -121,6 +121,9 @@ func (l *Local) run(ctx context.Context) error {
 	if w := MountsWarning(); w != "" {
 		l.out.warn(w)
 	}
+	if s := l.spec; s.Train.PodTemplate != nil || s.Eval.PodTemplate != nil || s.Researcher.PodTemplate != nil || s.Train.Shm != nil {
+		l.out.warn("podTemplate and train.shm shape pods in a cluster; the local runner ignores them")
+	}
 	for {
 		stopping := l.stopRequested()
 		out, err := l.next(obs, stopping)
