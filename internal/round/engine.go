@@ -103,6 +103,12 @@ func (e *engine) handle(obs Observation) {
 		}
 	case ObserveFinished:
 		e.finished(obs)
+		if e.st.Phase == v1alpha1.PhaseSucceeded && e.st.LedgerCommit != "" {
+			// The spec may have changed with it: a raised maxRounds or
+			// budget goes on at once, as no other change would wake the
+			// loop.
+			e.tickFinished()
+		}
 	case ObserveRebaseline:
 		e.rebaseline(obs.Changed)
 	}

@@ -309,6 +309,24 @@ func TestNextMaxRoundsChanged(t *testing.T) {
 				Succeeded: map[string]string{"Succeeded": "False/NotFinished"},
 			},
 		},
+		// The spec was raised while the final ledger was being written: the
+		// same observation records the ledger and goes on.
+		"raised while the final ledger is written continues once it is": {
+			setup: []func(*driver){
+				func(d *driver) {
+					d.spec.MaxRounds = 1
+					d.start()
+					d.round("1.1")
+				},
+				maxRounds(3),
+			},
+			obs:         Observation{Kind: ObserveFinished, Round: 1, Commit: "ledger1"},
+			wantActions: []Action{{Type: ActionRunResearcher, Round: 2, BaseCommit: "ledger1"}},
+			want: view{
+				Phase: v1alpha1.PhaseRunning, Round: 2, Message: "R2 S1: Researcher — improve val_bpb on train.py",
+				Succeeded: map[string]string{"Succeeded": "False/NotFinished"},
+			},
+		},
 		"unchanged after completion stays done": {
 			setup: []func(*driver){finished},
 			obs:   tick(),
