@@ -667,3 +667,49 @@ func TestABudgetStopsTheLoopAndRaisingItResumes(t *testing.T) {
 		t.Errorf("after the raise: Succeeded condition %+v, want MaxRoundsReached", c)
 	}
 }
+
+// TestADatasetReachesTraining mounts a dataset into training and
+// evaluation through spec.train.podTemplate, with shm, on the node: the
+// training command fails unless it can read the dataset.
+func TestADatasetReachesTraining(t *testing.T) {
+	const n = "dataset"
+	install(t)
+	m := &manager{t: t}
+	m.start()
+	defer m.kill()
+	repo := sourceRepo(t, "tiny-lm-go")
+	kubectl(t, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: corpus, namespace: %s}
+data: {corpus.txt: "the dataset the cluster provides"}
+`, ns), "apply", "-f", "-")
+	defer kubectl(t, "", "delete", "configmap", "corpus", "-n", ns)
+	spec := strings.Replace(manifestFor(n, repo, 1, 0), `command: "go run ./prepare && go run ./train"`,
+		`command: "grep -q dataset /data/corpus.txt && test -d /dev/shm && test -w \"$HOME\" && go run ./prepare && go run ./train"`, 1)
+	spec = strings.Replace(spec, "    outputs: [ckpt]\n", `    outputs: [ckpt]
+    shm: 64Mi
+    podTemplate:
+      spec:
+        containers:
+        - name: train
+          volumeMounts: [{name: data, mountPath: /data, readOnly: true}]
+        volumes: [{name: data, configMap: {name: corpus}}]
+`, 1)
+	if !strings.Contains(spec, "grep -q dataset") || !strings.Contains(spec, "podTemplate") {
+		t.Fatalf("the manifest did not take the dataset:\n%s", spec)
+	}
+	kubectl(t, spec, "apply", "-f", "-")
+	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+
+	eventually(t, "the experiment to finish", 10*time.Minute, func() bool {
+		return experimentNamed(t, n).Status.Phase == v1alpha1.PhaseSucceeded || experimentNamed(t, n).Status.Phase == v1alpha1.PhaseFailed
+	})
+	ar := experimentNamed(t, n)
+	var verdicts []string
+	for _, h := range ar.Status.History {
+		verdicts = append(verdicts, string(h.Verdict))
+	}
+	if got := strings.Join(verdicts, " "); got != "baseline improved" {
+		t.Errorf("verdicts %q (phase %s: %s), want baseline improved: training could not read its dataset", got, ar.Status.Phase, ar.Status.Message)
+	}
+}
