@@ -93,7 +93,7 @@ func (b childBuilder) workspaceClaim() *corev1.PersistentVolumeClaim {
 	if len(modes) == 0 {
 		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
 	}
-	return &corev1.PersistentVolumeClaim{
+	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: b.meta(workspaceClaimName(b.ar), 0, "workspace"),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      modes,
@@ -101,6 +101,8 @@ func (b childBuilder) workspaceClaim() *corev1.PersistentVolumeClaim {
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
 		},
 	}
+	claim.Labels[LabelExperimentUID] = string(b.ar.UID)
+	return claim
 }
 
 // podSpec is the restricted, token-less base of every step pod.
