@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,9 +52,12 @@ type AutoResearchReconciler struct {
 	recorder events.EventRecorder
 	// image is the operator's own image: it runs the git and compliance
 	// steps and brings the autoresearch binary into user images.
-	image       string
-	clock       clock.PassiveClock
-	concurrency int
+	image string
+	// stepResources are the requests and limits of every container that
+	// runs the operator's image.
+	stepResources corev1.ResourceRequirements
+	clock         clock.PassiveClock
+	concurrency   int
 	// refused holds, by experiment, why the API server refused the child
 	// its step needs, until a create succeeds: the step waits for it, and
 	// the status says so.
@@ -67,6 +71,24 @@ type Option func(*AutoResearchReconciler)
 // compliance steps and supplies the step wrapper to user images.
 func WithImage(image string) Option {
 	return func(r *AutoResearchReconciler) { r.image = image }
+}
+
+// DefaultStepResources are the requests and limits of the operator's own
+// step containers unless WithStepResources says otherwise: a namespace
+// whose ResourceQuota demands them admits the pods, and a clone or a git
+// step fits in them.
+func DefaultStepResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+	}
+}
+
+// WithStepResources sets the requests and limits of every container that
+// runs the operator's image: the clone, the file check, the git and finish
+// steps, and the tools and checkout init containers of the user's pods.
+func WithStepResources(res corev1.ResourceRequirements) Option {
+	return func(r *AutoResearchReconciler) { r.stepResources = res }
 }
 
 // WithClock sets the engine's clock; the real one by default.
@@ -83,7 +105,7 @@ func WithMaxConcurrentReconciles(n int) Option {
 // NewReconciler is the AutoResearch reconciler over a client, the scheme
 // its children are owned through and a recorder for its events.
 func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, opts ...Option) *AutoResearchReconciler {
-	r := &AutoResearchReconciler{Client: c, scheme: scheme, recorder: recorder, clock: clock.RealClock{}, concurrency: 1}
+	r := &AutoResearchReconciler{Client: c, scheme: scheme, recorder: recorder, stepResources: DefaultStepResources(), clock: clock.RealClock{}, concurrency: 1}
 	for _, opt := range opts {
 		opt(r)
 	}
@@ -216,7 +238,7 @@ func (r *AutoResearchReconciler) loadWorld(ctx context.Context, ar *v1alpha1.Aut
 
 // perform makes the child that carries out an action, if it does not exist.
 func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoResearch, w world, a round.Action) error {
-	b := childBuilder{ar: ar, image: r.image}
+	b := childBuilder{ar: ar, image: r.image, resources: r.stepResources}
 	name := childName(ar, a)
 	switch a.Type {
 	case round.ActionPrepareWorkspace:
