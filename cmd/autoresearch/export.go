@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -59,16 +60,17 @@ func newExportCommand() *cobra.Command {
 			if _, err := workspace.Git(ctx, ws.Root, nil, append([]string{"bundle", "create", "--quiet", bundle}, refs...)...); err != nil {
 				return fmt.Errorf("writing %s: %w", out, err)
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "Wrote branch %s", ws.Branch)
+			var msg strings.Builder
+			fmt.Fprintf(&msg, "Wrote branch %s", ws.Branch)
 			if n := len(refs) - 1; n > 0 {
-				fmt.Fprintf(w, " and %d candidate refs", n)
+				fmt.Fprintf(&msg, " and %d candidate refs", n)
 			}
-			fmt.Fprintf(w, " of %s to %s.\nClone it with:\n  git clone -b %s %s\n", x.Object.Name, out, ws.Branch, out)
+			fmt.Fprintf(&msg, " of %s to %s.\nClone it with:\n  git clone -b %s %s\n", x.Object.Name, out, ws.Branch, out)
 			if len(refs) > 1 {
-				fmt.Fprintf(w, "and fetch the candidates into the clone with:\n  git fetch %s '%s*:%s*'\n", bundle, workspace.CandidateRefPrefix, workspace.CandidateRefPrefix)
+				fmt.Fprintf(&msg, "and fetch the candidates into the clone with:\n  git fetch %s '%s*:%s*'\n", bundle, workspace.CandidateRefPrefix, workspace.CandidateRefPrefix)
 			}
-			return nil
+			_, err = io.WriteString(cmd.OutOrStdout(), msg.String())
+			return err
 		},
 	}
 	flags.register(cmd)
