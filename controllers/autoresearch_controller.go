@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,9 +53,12 @@ type AutoResearchReconciler struct {
 	recorder events.EventRecorder
 	// image is the operator's own image: it runs the git and compliance
 	// steps and brings the autoresearch binary into user images.
-	image       string
-	clock       clock.PassiveClock
-	concurrency int
+	image string
+	// stepResources are the requests and limits of every container that
+	// runs the operator's image.
+	stepResources corev1.ResourceRequirements
+	clock         clock.PassiveClock
+	concurrency   int
 	// refused holds, by experiment, why the API server refused the child
 	// its step needs, until a create succeeds: the step waits for it, and
 	// the status says so.
@@ -68,6 +72,24 @@ type Option func(*AutoResearchReconciler)
 // compliance steps and supplies the step wrapper to user images.
 func WithImage(image string) Option {
 	return func(r *AutoResearchReconciler) { r.image = image }
+}
+
+// DefaultStepResources are the requests and limits of the operator's own
+// step containers unless WithStepResources says otherwise: a namespace
+// whose ResourceQuota demands them admits the pods, and a clone or a git
+// step fits in them.
+func DefaultStepResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+	}
+}
+
+// WithStepResources sets the requests and limits of every container that
+// runs the operator's image: the clone, the file check, the git and finish
+// steps, and the tools and checkout init containers of the user's pods.
+func WithStepResources(res corev1.ResourceRequirements) Option {
+	return func(r *AutoResearchReconciler) { r.stepResources = res }
 }
 
 // WithClock sets the engine's clock; the real one by default.
@@ -84,7 +106,7 @@ func WithMaxConcurrentReconciles(n int) Option {
 // NewReconciler is the AutoResearch reconciler over a client, the scheme
 // its children are owned through and a recorder for its events.
 func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, opts ...Option) *AutoResearchReconciler {
-	r := &AutoResearchReconciler{Client: c, scheme: scheme, recorder: recorder, clock: clock.RealClock{}, concurrency: 1}
+	r := &AutoResearchReconciler{Client: c, scheme: scheme, recorder: recorder, stepResources: DefaultStepResources(), clock: clock.RealClock{}, concurrency: 1}
 	for _, opt := range opts {
 		opt(r)
 	}
@@ -112,7 +134,8 @@ func (r *AutoResearchReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ar.DeletionTimestamp.IsZero() {
-		// Owner references let the garbage collector remove the children.
+		// Owner references let the garbage collector remove the children;
+		// a retained workspace claim has none and stays.
 		forgetExperimentMetrics(ar.Namespace, ar.Name)
 		return ctrl.Result{}, nil
 	}
@@ -225,12 +248,12 @@ func (r *AutoResearchReconciler) loadWorld(ctx context.Context, ar *v1alpha1.Aut
 
 // perform makes the child that carries out an action, if it does not exist.
 func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoResearch, w world, a round.Action) error {
-	b := childBuilder{ar: ar, image: r.image}
+	b := childBuilder{ar: ar, image: r.image, resources: r.stepResources}
 	name := childName(ar, a)
 	switch a.Type {
 	case round.ActionPrepareWorkspace:
 		if ar.Spec.Source.PVC == nil {
-			if err := r.ensure(ctx, ar, b.workspaceClaim()); err != nil {
+			if err := r.ensureWorkspaceClaim(ctx, ar, b.workspaceClaim()); err != nil {
 				return err
 			}
 		}
@@ -297,39 +320,69 @@ func (r *AutoResearchReconciler) ensure(ctx context.Context, ar *v1alpha1.AutoRe
 	if err := controllerutil.SetControllerReference(ar, obj, r.scheme); err != nil {
 		return err
 	}
+	_, err := r.create(ctx, ar, obj)
+	return err
+}
+
+// ensureWorkspaceClaim makes the workspace claim. Under reclaimPolicy
+// Retain it has no owner reference, so that deleting the experiment leaves
+// it and its results; its labels still name the experiment and its UID,
+// by which the operator knows it again after a restart and tells it from
+// the claim an earlier experiment of the same name left behind.
+func (r *AutoResearchReconciler) ensureWorkspaceClaim(ctx context.Context, ar *v1alpha1.AutoResearch, claim *corev1.PersistentVolumeClaim) error {
+	if ar.Spec.Workspace.ReclaimPolicy == v1alpha1.ReclaimDelete {
+		return r.ensure(ctx, ar, claim)
+	}
+	created, err := r.create(ctx, ar, claim)
+	if created {
+		r.recorder.Eventf(ar, claim, corev1.EventTypeNormal, reasonClaimRetained, actionCreate,
+			"workspace claim %s outlives this experiment (reclaimPolicy Retain); delete it with kubectl delete pvc -n %s %s once its results are saved",
+			claim.Name, claim.Namespace, claim.Name)
+	}
+	return err
+}
+
+// create creates a child of the experiment and says whether it did. One
+// that exists already is fine when it is the experiment's.
+func (r *AutoResearchReconciler) create(ctx context.Context, ar *v1alpha1.AutoResearch, obj client.Object) (bool, error) {
 	err := r.Create(ctx, obj)
 	switch {
 	case err == nil:
 		logf.FromContext(ctx).V(1).Info("Created child", "kind", fmt.Sprintf("%T", obj), "child", klog.KObj(obj))
 		r.refused.Delete(client.ObjectKeyFromObject(ar))
-		return nil
+		return true, nil
 	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
 		// A quota, an admission policy or a webhook refused it: the create
 		// is retried with backoff, and each refusal says what to change.
 		msg := fmt.Sprintf("creating %s: %v", obj.GetName(), err)
 		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonCreateRefused, actionCreate, "%s", msg)
 		r.refused.Store(client.ObjectKeyFromObject(ar), text.Truncate(msg, 512))
-		return err
+		return false, err
 	case !apierrors.IsAlreadyExists(err):
-		return err
+		return false, err
 	}
 	existing, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
-		return fmt.Errorf("%T is not a client.Object", obj)
+		return false, fmt.Errorf("%T is not a client.Object", obj)
 	}
 	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-		return err
+		return false, err
 	}
-	if metav1.IsControlledBy(existing, ar) {
-		return nil
+	labels := existing.GetLabels()
+	if metav1.IsControlledBy(existing, ar) || labels[LabelExperimentUID] == string(ar.UID) {
+		return false, nil
 	}
 	kind := "object"
 	if gvk, err := apiutil.GVKForObject(obj, r.scheme); err == nil {
 		kind = gvk.Kind
 	}
 	msg := fmt.Sprintf("%s %s exists and is not controlled by this experiment; delete or rename it so that the step can run", kind, obj.GetName())
+	if labels[LabelExperiment] == ar.Name && labels[LabelExperimentUID] != "" {
+		msg = fmt.Sprintf("%s %s holds the workspace an earlier experiment named %s retained, and this one does not start over it: "+
+			"delete the claim once its results are saved, or give this experiment another name", kind, obj.GetName(), ar.Name)
+	}
 	r.recorder.Eventf(ar, existing, corev1.EventTypeWarning, reasonChildConflict, actionCreate, "%s", msg)
-	return errors.New(msg)
+	return false, errors.New(msg)
 }
 
 func (r *AutoResearchReconciler) deleteChild(ctx context.Context, name string, w world) error {

@@ -75,6 +75,9 @@ const (
 type childBuilder struct {
 	ar    *v1alpha1.AutoResearch
 	image string
+	// resources are the requests and limits of the containers that run
+	// the operator's image.
+	resources corev1.ResourceRequirements
 }
 
 func (b childBuilder) worktree() steps.Worktree {
@@ -100,7 +103,7 @@ func (b childBuilder) workspaceClaim() *corev1.PersistentVolumeClaim {
 	if len(modes) == 0 {
 		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
 	}
-	return &corev1.PersistentVolumeClaim{
+	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: b.meta(workspaceClaimName(b.ar), 0, "workspace"),
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      modes,
@@ -108,6 +111,8 @@ func (b childBuilder) workspaceClaim() *corev1.PersistentVolumeClaim {
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
 		},
 	}
+	claim.Labels[LabelExperimentUID] = string(b.ar.UID)
+	return claim
 }
 
 // podSpec is the restricted, token-less base of every step pod.
@@ -155,6 +160,13 @@ func container(name, image string, args []string) corev1.Container {
 	}
 }
 
+// ownContainer is a step container in the operator's image.
+func (b childBuilder) ownContainer(name string, args []string) corev1.Container {
+	c := container(name, b.image, args)
+	c.Resources = *b.resources.DeepCopy()
+	return c
+}
+
 // toolsInit copies the autoresearch binary into an emptyDir for pods that
 // run a user's image.
 func (b childBuilder) toolsInit(spec *corev1.PodSpec) {
@@ -163,6 +175,7 @@ func (b childBuilder) toolsInit(spec *corev1.PodSpec) {
 		Name:            "autoresearch-tools",
 		Image:           b.image,
 		Command:         []string{projectBinary, "install", steps.ToolsMount},
+		Resources:       *b.resources.DeepCopy(),
 		SecurityContext: restricted(),
 		VolumeMounts:    []corev1.VolumeMount{{Name: volumeTools, MountPath: steps.ToolsMount}},
 	})
@@ -205,7 +218,7 @@ func (b childBuilder) initPod() *corev1.Pod {
 	if p := s.Source.PVC; p != nil && p.Path != "" {
 		opts.Repo = path.Join(steps.WorkspaceMount, p.Path)
 	}
-	c := container(stepInit, b.image, steps.InitArgs(projectBinary, opts))
+	c := b.ownContainer(stepInit, steps.InitArgs(projectBinary, opts))
 	spec := b.podSpec(c)
 	if g := s.Source.Git; g != nil && g.CredentialsSecret != "" {
 		spec.Containers[0].Env = []corev1.EnvVar{
@@ -246,7 +259,7 @@ func (b childBuilder) roundConfigMap(n int32, prompt string) (*corev1.ConfigMap,
 // researcher.podTemplate merged over it.
 func (b childBuilder) researcherPod(a round.Action) (*corev1.Pod, error) {
 	s := b.ar.Spec
-	prepare := container("prepare", b.image, steps.PrepareArgs(projectBinary, steps.PrepareOptions{
+	prepare := b.ownContainer("prepare", steps.PrepareArgs(projectBinary, steps.PrepareOptions{
 		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Ledger: a.Ledger,
 	}))
 	image := s.Researcher.Image
@@ -304,10 +317,10 @@ func (b childBuilder) compliancePod(a round.Action) *corev1.Pod {
 		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Start: b.ar.Status.Workspace.StartCommit, Spec: &s,
 	}
 	if len(s.KernelTargets) == 0 {
-		return b.pod(childName(b.ar, a), a.Round, stepCompliance, b.podSpec(container(stepCompliance, b.image, steps.CheckArgs(projectBinary, opts))))
+		return b.pod(childName(b.ar, a), a.Round, stepCompliance, b.podSpec(b.ownContainer(stepCompliance, steps.CheckArgs(projectBinary, opts))))
 	}
 	opts.AlsoWrite = path.Join(resultsMount, "compliance.json")
-	check := container(stepCompliance, b.image, steps.CheckArgs(projectBinary, opts))
+	check := b.ownContainer(stepCompliance, steps.CheckArgs(projectBinary, opts))
 	check.VolumeMounts = append(check.VolumeMounts, corev1.VolumeMount{Name: volumeResults, MountPath: resultsMount})
 	parity := container(containerParity, b.trainImage(), steps.ExecArgs(steps.Binary, steps.ExecOptions{
 		Step: steps.StepParity, Round: a.Round, Workdir: b.experimentDir(), Timeout: s.EvalTimeout(),
@@ -471,7 +484,7 @@ func (b childBuilder) checkoutInit(a round.Action, step string) corev1.Container
 		o.Trained = path.Join(b.runDir(a, steps.StepTrain), string(b.ar.Spec.Source.Subdir))
 		o.Outputs = v1alpha1.Strings(b.ar.Spec.Train.Outputs)
 	}
-	return container("checkout", b.image, steps.CheckoutArgs(projectBinary, o))
+	return b.ownContainer("checkout", steps.CheckoutArgs(projectBinary, o))
 }
 
 // workspaceSubPath is a path under steps.WorkspaceMount as a subPath of
@@ -489,13 +502,13 @@ func (b childBuilder) gitPod(a round.Action) *corev1.Pod {
 	args := steps.GitArgs(projectBinary, steps.GitOptions{
 		Worktree: b.worktree(), Action: action, Base: a.BaseCommit, Candidate: a.Code, Message: a.Message, Ledger: *a.Ledger,
 	})
-	return b.pod(childName(b.ar, a), a.Round, stepGit, b.podSpec(container(stepGit, b.image, args)))
+	return b.pod(childName(b.ar, a), a.Round, stepGit, b.podSpec(b.ownContainer(stepGit, args)))
 }
 
 // finishPod writes the final ledger header and commits the ledger.
 func (b childBuilder) finishPod(a round.Action) *corev1.Pod {
 	args := steps.FinishArgs(projectBinary, steps.FinishOptions{Worktree: b.worktree(), Ledger: *a.Ledger})
-	return b.pod(childName(b.ar, a), a.Round, stepFinish, b.podSpec(container(stepFinish, b.image, args)))
+	return b.pod(childName(b.ar, a), a.Round, stepFinish, b.podSpec(b.ownContainer(stepFinish, args)))
 }
 
 func seconds(d time.Duration) int64 {

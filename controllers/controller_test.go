@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -431,6 +432,9 @@ func checkStepPod(t *testing.T, pod *corev1.Pod) {
 		t.Errorf("%s pod security context %+v is not restricted", pod.Name, s.SecurityContext)
 	}
 	for _, c := range append(slices.Clone(s.InitContainers), s.Containers...) {
+		if c.Image == testImage && !equality.Semantic.DeepEqual(c.Resources, DefaultStepResources()) {
+			t.Errorf("%s container %s of the operator's image has resources %+v, want the step resources", pod.Name, c.Name, c.Resources)
+		}
 		sc := c.SecurityContext
 		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 			t.Errorf("%s container %s security context %+v is not restricted", pod.Name, c.Name, sc)

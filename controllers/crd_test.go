@@ -206,6 +206,7 @@ func TestCRDFreezesTheMeasure(t *testing.T) {
 		"workspace size":     {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Size = ptr.To(resource.MustParse("20Gi")) }, workspace, "spec.workspace"},
 		"workspace storage":  {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.StorageClassName = ptr.To("fast") }, workspace, "spec.workspace"},
 		"workspace caches":   {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.Caches = []v1alpha1.RelativePath{".venv"} }, workspace, "spec.workspace"},
+		"reclaim policy":     {func(s *v1alpha1.AutoResearchSpec) { s.Workspace.ReclaimPolicy = v1alpha1.ReclaimDelete }, workspace, "spec.workspace"},
 		"max rounds raised":  {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 20 }, "", ""},
 		"max rounds lowered": {func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 }, "", ""},
 		"target":             {func(s *v1alpha1.AutoResearchSpec) { s.Target = "0.9" }, "", ""},

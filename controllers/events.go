@@ -19,6 +19,7 @@ const (
 	reasonQueued        = "Queued"
 	reasonStepBlocked   = "StepBlocked"
 	reasonCreateRefused = "CreateRefused"
+	reasonClaimRetained = "WorkspaceClaimRetained"
 )
 
 // Event actions: what the operator did, as events.k8s.io/v1 records it.

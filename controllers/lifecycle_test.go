@@ -151,10 +151,12 @@ func TestGuidanceAndMaxRounds(t *testing.T) {
 	}
 }
 
+// TestChildrenAreOwnedForDeletion: under reclaimPolicy Delete every child,
+// the workspace claim too, goes with the experiment.
 func TestChildrenAreOwnedForDeletion(t *testing.T) {
 	ns := newNamespace(t)
 	startManager(t)
-	createNamed(t, ns, experiment, nil)
+	createNamed(t, ns, experiment, func(s *v1alpha1.AutoResearchSpec) { s.Workspace.ReclaimPolicy = v1alpha1.ReclaimDelete })
 	waitPod(t, ns, podName(1, stepResearcher))
 	ar := getExperiment(t, ns, experiment)
 

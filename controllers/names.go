@@ -14,7 +14,10 @@ const (
 	LabelExperiment = "autoresearch.dev/experiment"
 	LabelRound      = "autoresearch.dev/round"
 	LabelStep       = "autoresearch.dev/step"
-	ManagerName     = "autoresearch-operator"
+	// LabelExperimentUID on the workspace claim tells the claim of this
+	// experiment from one an earlier experiment of the same name retained.
+	LabelExperimentUID = "autoresearch.dev/experiment-uid"
+	ManagerName        = "autoresearch-operator"
 	// ControllerName reports the operator's events.
 	ControllerName = "autoresearch-controller"
 	// LabelKueueQueue admits Jobs through Kueue.

@@ -266,9 +266,19 @@ func observeWorkspace(pod *corev1.Pod) round.Observation {
 		return round.Observation{Kind: round.ObserveWorkspaceFailed, Error: cmp.Or(res.Error, podProblem(pod, nil))}
 	}
 	return round.Observation{Kind: round.ObserveWorkspaceReady, Workspace: &round.WorkspaceResult{
-		Path: steps.WorktreeDir, Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: steps.FileHashes(res.FixedHashes),
+		Path: steps.WorktreeDir, ClaimName: claimOf(pod), Branch: res.Branch, StartCommit: res.StartCommit, FixedHashes: steps.FileHashes(res.FixedHashes),
 		FixedRegions: res.FixedRegions,
 	}}
+}
+
+// claimOf is the claim that holds a step pod's workspace.
+func claimOf(pod *corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == volumeWorkspace && v.PersistentVolumeClaim != nil {
+			return v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	return ""
 }
 
 func observeResearcher(pod *corev1.Pod) *round.ResearcherResult {

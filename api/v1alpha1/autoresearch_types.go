@@ -699,7 +699,26 @@ type WorkspaceSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=set
 	Caches []RelativePath `json:"caches,omitempty"`
+
+	// reclaimPolicy says what becomes of the workspace claim the operator
+	// makes when the experiment is deleted. Retain, the default, keeps it,
+	// with the branch, the candidates and the ledger, until someone deletes
+	// it; an experiment of the same name then refuses to start on it.
+	// Delete lets it go with the experiment. A claim named in source.pvc is
+	// never the operator's to delete.
+	// +optional
+	// +kubebuilder:default=Retain
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 }
+
+// ReclaimPolicy says whether the workspace claim outlives its experiment.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ReclaimPolicy string
+
+const (
+	ReclaimRetain ReclaimPolicy = "Retain"
+	ReclaimDelete ReclaimPolicy = "Delete"
+)
 
 // Phase is where the experiment is in its life.
 // +kubebuilder:validation:Enum=Pending;Initializing;Baseline;Running;Suspended;Succeeded;Failed
@@ -1159,6 +1178,12 @@ type WorkspaceStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	Path string `json:"path,omitempty"`
+	// claimName is the PersistentVolumeClaim that holds the workspace on a
+	// cluster.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClaimName string `json:"claimName,omitempty"`
 	// branch the experiment commits to.
 	// +optional
 	// +kubebuilder:validation:MinLength=1

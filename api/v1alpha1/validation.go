@@ -275,6 +275,9 @@ func (w *WorkspaceSpec) validate(p *field.Path) field.ErrorList {
 	if c := w.StorageClassName; c != nil && len(validation.IsDNS1123Subdomain(*c)) > 0 {
 		errs = append(errs, field.Invalid(p.Child("storageClassName"), *c, "must be the name of a StorageClass: lowercase letters, digits, '-' and '.', such as fast-ssd"))
 	}
+	if r := w.ReclaimPolicy; r != "" && r != ReclaimRetain && r != ReclaimDelete {
+		errs = append(errs, field.NotSupported(p.Child("reclaimPolicy"), r, []ReclaimPolicy{ReclaimRetain, ReclaimDelete}))
+	}
 	for i, m := range w.AccessModes {
 		if !slices.Contains(workspaceAccessModes, m) {
 			errs = append(errs, field.NotSupported(p.Child("accessModes").Index(i), m, workspaceAccessModes))

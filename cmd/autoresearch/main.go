@@ -40,7 +40,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newStatusCommand(), newReportCommand(), newNoteCommand(), newImportCommand(), newResearcherCommand(),
+	root.AddCommand(newRunCommand(), newStatusCommand(), newReportCommand(), newExportCommand(), newNoteCommand(), newImportCommand(), newResearcherCommand(),
 		newExecCommand(), newWorkspaceCommand(), newInstallCommand())
 	return root
 }

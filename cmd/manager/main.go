@@ -5,11 +5,14 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +42,7 @@ type options struct {
 	leaderElectionNamespace string
 	enableHTTP2             bool
 	image                   string
+	stepResources           corev1.ResourceRequirements
 	concurrency             int
 	kubeAPIQPS              float64
 	kubeAPIBurst            int
@@ -86,6 +90,16 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.image, "image", getenv(imageEnv),
 		"The operator's own image, which runs the git and compliance steps and supplies the step wrapper to user images. "+
 			"Defaults to $"+imageEnv+".")
+	o.stepResources = controllers.DefaultStepResources()
+	defaultResources, err := json.Marshal(o.stepResources)
+	if err != nil {
+		return nil, err
+	}
+	fs.Func("step-resources",
+		"The requests and limits, as JSON, of every container that runs the operator's image: the clone, the file check, "+
+			"the git steps and the init containers of the Researcher's, training and evaluation pods. "+
+			"A namespace whose ResourceQuota demands requests and limits admits no pod without them. Default "+string(defaultResources)+".",
+		func(v string) error { return parseResources(v, &o.stepResources) })
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 4,
 		"How many experiments reconcile at once.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "Requests a second the manager may send to the API server.")
@@ -102,6 +116,25 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 		return nil, fmt.Errorf("--image or $%s is required: the operator runs its git and compliance steps in that image", imageEnv)
 	}
 	return o, nil
+}
+
+// parseResources reads requests and limits written as JSON, such as
+// {"requests":{"cpu":"100m"},"limits":{"cpu":"1"}}, and refuses a request
+// above its limit, which the API server would refuse in every pod.
+func parseResources(v string, res *corev1.ResourceRequirements) error {
+	var r corev1.ResourceRequirements
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return fmt.Errorf(`want JSON such as {"requests":{"cpu":"100m","memory":"128Mi"},"limits":{"cpu":"1","memory":"512Mi"}}: %w`, err)
+	}
+	for name, req := range r.Requests {
+		if limit, ok := r.Limits[name]; ok && req.Cmp(limit) > 0 {
+			return fmt.Errorf("the %s request %s exceeds its limit %s", name, req.String(), limit.String())
+		}
+	}
+	*res = r
+	return nil
 }
 
 // newScheme holds the built-in kinds the operator creates and the AutoResearch API.
@@ -166,7 +199,7 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	r := controllers.NewReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorder(controllers.ControllerName),
-		controllers.WithImage(o.image), controllers.WithMaxConcurrentReconciles(o.concurrency))
+		controllers.WithImage(o.image), controllers.WithStepResources(o.stepResources), controllers.WithMaxConcurrentReconciles(o.concurrency))
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the AutoResearch controller: %w", err)
 	}

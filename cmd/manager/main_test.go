@@ -6,7 +6,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/autoresearch-dev/autoresearch-operator/controllers"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -19,6 +23,7 @@ func TestParseOptions(t *testing.T) {
 		concurrency:      4,
 		kubeAPIQPS:       50,
 		kubeAPIBurst:     100,
+		stepResources:    controllers.DefaultStepResources(),
 	}
 	with := func(change func(*options)) *options {
 		o := defaults
@@ -66,7 +71,30 @@ func TestParseOptions(t *testing.T) {
 				concurrency:             8,
 				kubeAPIQPS:              200,
 				kubeAPIBurst:            400,
+				stepResources:           controllers.DefaultStepResources(),
 			},
+		},
+		"step resources": {
+			args: []string{"--image=op", `--step-resources={"requests":{"cpu":"50m","memory":"64Mi"},"limits":{"memory":"256Mi"}}`},
+			want: with(func(o *options) {
+				o.image = "op"
+				o.stepResources = corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+				}
+			}),
+		},
+		"step resources that are not JSON": {
+			args:    []string{"--image=op", "--step-resources=cpu=1"},
+			wantErr: true,
+		},
+		"step resources with an unknown field": {
+			args:    []string{"--image=op", `--step-resources={"request":{"cpu":"1"}}`},
+			wantErr: true,
+		},
+		"a step request above its limit": {
+			args:    []string{"--image=op", `--step-resources={"requests":{"cpu":"2"},"limits":{"cpu":"1"}}`},
+			wantErr: true,
 		},
 		"zap flags are accepted": {
 			args: []string{"--image=op", "--zap-log-level=debug", "--zap-devel"},

@@ -349,7 +349,9 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"read-only workspace": {func(s *spec) {
 			s.Workspace.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}
 		}, "spec.workspace.accessModes[1]", `Unsupported value: "ReadOnlyMany"`},
-		"storage class with a space": {func(s *spec) { s.Workspace.StorageClassName = ptr.To("Fast SSD") }, "spec.workspace.storageClassName", "must be the name of a StorageClass"},
+		"reclaim policy in lowercase": {func(s *spec) { s.Workspace.ReclaimPolicy = "retain" }, "spec.workspace.reclaimPolicy", `Unsupported value: "retain": supported values: "Retain", "Delete"`},
+		"recycled workspace":          {func(s *spec) { s.Workspace.ReclaimPolicy = "Recycle" }, "spec.workspace.reclaimPolicy", `Unsupported value: "Recycle"`},
+		"storage class with a space":  {func(s *spec) { s.Workspace.StorageClassName = ptr.To("Fast SSD") }, "spec.workspace.storageClassName", "must be the name of a StorageClass"},
 		"toleration operator in lower case": {func(s *spec) {
 			s.Train.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: "exists"}}
 		}, "spec.train.tolerations[0]", "operator must be Exists or Equal"},

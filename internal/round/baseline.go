@@ -17,6 +17,7 @@ import (
 func (e *engine) workspaceReady(w WorkspaceResult) {
 	e.st.Workspace = &v1alpha1.WorkspaceStatus{
 		Path:            w.Path,
+		ClaimName:       w.ClaimName,
 		Branch:          w.Branch,
 		StartCommit:     w.StartCommit,
 		FixedFileHashes: w.FixedHashes,

@@ -154,7 +154,9 @@ func (p ProcessExit) Failed() bool { return p.TimedOut || p.ExitCode != 0 }
 
 // WorkspaceResult describes a prepared workspace.
 type WorkspaceResult struct {
-	Path        string
+	Path string
+	// ClaimName is the claim that holds the workspace on a cluster.
+	ClaimName   string
 	Branch      string
 	StartCommit string
 	FixedHashes []v1alpha1.FileHash

@@ -23,7 +23,12 @@ const CandidateRefPrefix = "refs/autoresearch/candidates/"
 // refs/autoresearch/candidates/<experiment>/r<round>, so that experiments
 // that share a repository keep theirs apart.
 func (w *Workspace) CandidateRef(round int32) string {
-	return CandidateRefPrefix + w.name() + "/r" + strconv.Itoa(int(round))
+	return w.CandidatesPrefix() + "r" + strconv.Itoa(int(round))
+}
+
+// CandidatesPrefix starts the refs of this experiment's candidates.
+func (w *Workspace) CandidatesPrefix() string {
+	return CandidateRefPrefix + w.name() + "/"
 }
 
 // withIndex runs fn with a throwaway index file, so that the supervisor's

@@ -338,9 +338,10 @@ func TestChartValues(t *testing.T) {
 		"Service/" + release + "-metrics",
 	}
 	metricsPolicy := "NetworkPolicy/" + release + "-allow-metrics-traffic"
+	const defaultStepResources = `--step-resources={"limits":{"cpu":"1","memory":"512Mi"},"requests":{"cpu":"100m","memory":"128Mi"}}`
 	defaultArgs := []string{
 		"--leader-elect=true", "--health-probe-bind-address=:8081",
-		"--metrics-bind-address=:8443", "--metrics-secure=true", "--zap-log-level=info",
+		"--metrics-bind-address=:8443", "--metrics-secure=true", "--zap-log-level=info", defaultStepResources,
 	}
 	defaultImage := "ghcr.io/autoresearch-dev/autoresearch-operator:v0.1.0"
 	cases := map[string]struct {
@@ -378,7 +379,7 @@ func TestChartValues(t *testing.T) {
 			wantAbsent: append([]string{metricsPolicy, "Role/" + release + "-leader-election-role"}, metricsObjects...),
 			wantArgs: []string{
 				"--leader-elect=false", "--health-probe-bind-address=:8081",
-				"--metrics-bind-address=0", "--zap-log-level=info", "--zap-devel",
+				"--metrics-bind-address=0", "--zap-log-level=info", defaultStepResources, "--zap-devel",
 			},
 			wantImage:            "registry.local/op@sha256:0123",
 			wantResearcherPolicy: []string{"autoresearch-system"},

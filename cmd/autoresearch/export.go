@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
+)
+
+func newExportCommand() *cobra.Command {
+	var (
+		flags      experimentFlags
+		out        string
+		candidates bool
+		force      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "export -f experiment.yaml -o FILE.bundle [--candidates]",
+		Short: "Write the experiment branch, with its code and ledger, to a git bundle that git clone reads",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if out == "" {
+				return errors.New("-o FILE.bundle is required: the file to write the bundle to")
+			}
+			x, err := flags.load(ctx)
+			if err != nil {
+				return err
+			}
+			bundle, err := filepath.Abs(out)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(bundle); err == nil && !force {
+				return fmt.Errorf("%s exists: choose another file, or pass --force to overwrite it", out)
+			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			ws, err := workspace.Open(x.Worktree, x.Subdir, x.Object.Name)
+			if err != nil {
+				return fmt.Errorf("%s has no worktree at %s to export: run `autoresearch run -f %s` first, or point --worktree at it: %w", x.Object.Name, x.Worktree, flags.file, err)
+			}
+			refs := []string{"refs/heads/" + ws.Branch}
+			if candidates {
+				list, err := workspace.Git(ctx, ws.Root, nil, "for-each-ref", "--format=%(refname)", ws.CandidatesPrefix())
+				if err != nil {
+					return err
+				}
+				refs = append(refs, strings.Fields(list)...)
+			}
+			// git writes the bundle through a lock file and renames it, so
+			// that a failed export leaves no half-written bundle behind.
+			if _, err := workspace.Git(ctx, ws.Root, nil, append([]string{"bundle", "create", "--quiet", bundle}, refs...)...); err != nil {
+				return fmt.Errorf("writing %s: %w", out, err)
+			}
+			var msg strings.Builder
+			fmt.Fprintf(&msg, "Wrote branch %s", ws.Branch)
+			if n := len(refs) - 1; n > 0 {
+				fmt.Fprintf(&msg, " and %d candidate refs", n)
+			}
+			fmt.Fprintf(&msg, " of %s to %s.\nClone it with:\n  git clone -b %s %s\n", x.Object.Name, out, ws.Branch, out)
+			if len(refs) > 1 {
+				fmt.Fprintf(&msg, "and fetch the candidates into the clone with:\n  git fetch %s '%s*:%s*'\n", bundle, workspace.CandidateRefPrefix, workspace.CandidateRefPrefix)
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), msg.String())
+			return err
+		},
+	}
+	flags.register(cmd)
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the bundle file to write")
+	cmd.Flags().BoolVar(&candidates, "candidates", false, "also export every round's sealed candidate, kept or not ("+workspace.CandidateRefPrefix+"<name>/r<round>)")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite the bundle file if it exists")
+	return cmd
+}
