@@ -446,12 +446,22 @@ func TestExperimentOnCluster(t *testing.T) {
 	t.Logf("pods:\n%s", kubectl(t, "", "get", "pods", "-n", ns, "-l", selector, "--sort-by=.metadata.creationTimestamp", "-o",
 		"custom-columns=NAME:.metadata.name,CREATED:.metadata.creationTimestamp,FIRST_START:.status.initContainerStatuses[0].state.terminated.startedAt,START:.status.containerStatuses[0].state.terminated.startedAt,END:.status.containerStatuses[0].state.terminated.finishedAt"))
 
-	t.Run("deleting the experiment removes its children", func(t *testing.T) {
+	t.Run("deleting the experiment removes its children and keeps its workspace", func(t *testing.T) {
+		claim := experiment(t).Status.Workspace.ClaimName
+		if claim == "" {
+			t.Fatal("status.workspace.claimName is empty")
+		}
 		kubectl(t, "", "delete", "autoresearch", name, "-n", ns, "--wait=true", "--timeout=120s")
 		eventually(t, "children gone", 3*time.Minute, func() bool {
-			out := kubectl(t, "", "get", "pods,jobs,configmaps,pvc", "-n", ns, "-l", selector, "-o", "name")
+			out := kubectl(t, "", "get", "pods,jobs,configmaps", "-n", ns, "-l", selector, "-o", "name")
 			return strings.TrimSpace(out) == ""
 		})
+		// reclaimPolicy Retain, the default: the results outlive the
+		// experiment.
+		if out := kubectl(t, "", "get", "pvc", "-n", ns, "-l", selector, "-o", "name"); strings.TrimSpace(out) != "persistentvolumeclaim/"+claim {
+			t.Errorf("claims left: %q, want the retained %s", out, claim)
+		}
+		kubectl(t, "", "delete", "pvc", claim, "-n", ns, "--wait=false")
 	})
 }
 
