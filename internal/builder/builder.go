@@ -361,7 +361,7 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"output secret without a name": {func(s *spec) {
 			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: "https://example.com/r.git", SecretRef: &v1alpha1.SecretReference{}}}
 		}, "spec.output.git.secretRef.name", "Required value"},
-		"empty output": {func(s *spec) { s.Output = &v1alpha1.OutputSpec{} }, "spec.output", "should have at least 1 properties"},
+		"empty output":                {func(s *spec) { s.Output = &v1alpha1.OutputSpec{} }, "spec.output", "should have at least 1 properties"},
 		"reclaim policy in lowercase": {func(s *spec) { s.Workspace.ReclaimPolicy = "retain" }, "spec.workspace.reclaimPolicy", `Unsupported value: "retain": supported values: "Retain", "Delete"`},
 		"recycled workspace":          {func(s *spec) { s.Workspace.ReclaimPolicy = "Recycle" }, "spec.workspace.reclaimPolicy", `Unsupported value: "Recycle"`},
 		"storage class with a space":  {func(s *spec) { s.Workspace.StorageClassName = ptr.To("Fast SSD") }, "spec.workspace.storageClassName", "must be the name of a StorageClass"},
