@@ -125,12 +125,27 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 			Round: &steps.LedgerRound{Round: 1, Strategy: "double SCORE", Compliance: "✅", Value: "20", Verdict: string(v1alpha1.VerdictImproved)}},
 		ResultPath: v.result("commit"),
 	}
+	// The first try pushes to a remote that is not there, which fails the
+	// push and not the step; the retried step pushes to spec.output.git.
+	remote := filepath.Join(t.TempDir(), "results.git")
 	var committed steps.GitResult
-	for range 2 {
+	for i, url := range []string{"file://" + filepath.Join(t.TempDir(), "missing.git"), "file://" + remote} {
+		commit.Push = &steps.PushOptions{URL: url, Candidates: true}
 		run(steps.GitArgs(steps.Binary, commit))
+		committed = steps.GitResult{}
 		decodeResult(t, commit.ResultPath, &committed)
+		if i == 0 {
+			if committed.Push == nil || committed.Push.Error == "" || committed.Commit == "" {
+				t.Errorf("a commit whose push failed: %+v, want the commit and the push's error", committed)
+			}
+			testGit(t, filepath.Dir(remote), "init", "--quiet", "--bare", remote)
+		}
 	}
 	assertCommittedAsSealed(t, v.wt.Dir, start, candidate, committed.Commit)
+	if committed.Push == nil || committed.Push.Commit != committed.Commit || committed.Push.Error != "" ||
+		testGit(t, remote, "rev-parse", "autoresearch/toy") != committed.Commit || testGit(t, remote, "rev-parse", "refs/autoresearch/candidates/toy/r1") != candidate {
+		t.Errorf("the push of the commit %+v did not leave the commit and the candidate on the remote", committed.Push)
+	}
 
 	// Round 2: the Researcher edits the fixed evaluation; the spec comes from a file.
 	prepare = steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 2, Base: committed.Commit}
@@ -171,12 +186,19 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	}
 
 	header.Status = "completed"
-	finish := steps.FinishOptions{Worktree: v.wt, Ledger: header, ResultPath: v.result("finish")}
+	secret := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secret, "token"), []byte("unused by file://"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	finish := steps.FinishOptions{Worktree: v.wt, Ledger: header, ResultPath: v.result("finish"), Push: &steps.PushOptions{URL: "file://" + remote, SecretDir: secret}}
 	run(steps.FinishArgs(steps.Binary, finish))
 	var finished steps.GitResult
 	decodeResult(t, finish.ResultPath, &finished)
 	if finished.Commit != testGit(t, v.wt.Dir, "rev-parse", "HEAD") || testGit(t, v.wt.Dir, "status", "--porcelain") != "" {
 		t.Errorf("finish result %+v: want HEAD, with the ledger committed", finished)
+	}
+	if finished.Push == nil || finished.Push.Commit != finished.Commit || testGit(t, remote, "rev-parse", "autoresearch/toy") != finished.Commit {
+		t.Errorf("finish pushed %+v; want the ledger commit %s on the remote", finished.Push, finished.Commit)
 	}
 
 	ledger, err := workspace.ReadLedger(filepath.Join(v.dir(), "experiences.md"))
