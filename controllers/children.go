@@ -528,7 +528,7 @@ func (b childBuilder) push() *steps.PushOptions {
 	if o == nil || o.Git == nil {
 		return nil
 	}
-	p := &steps.PushOptions{URL: o.Git.URL, Candidates: o.Git.Candidates}
+	p := &steps.PushOptions{URL: o.Git.URL, Candidates: ptr.Deref(o.Git.Candidates, false)}
 	if o.Git.SecretRef != nil {
 		p.SecretDir = outputSecretMount
 	}

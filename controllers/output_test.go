@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
@@ -21,7 +22,7 @@ func TestOutputGit(t *testing.T) {
 	startManager(t)
 	createExperiment(t, ns, func(s *v1alpha1.AutoResearchSpec) {
 		s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{
-			URL: "https://git.example.com/org/results.git", SecretRef: &v1alpha1.SecretReference{Name: pushSecret}, Candidates: true,
+			URL: "https://git.example.com/org/results.git", SecretRef: &v1alpha1.SecretReference{Name: pushSecret}, Candidates: ptr.To(true),
 		}}
 	})
 	startWorkspace(t, ns)

@@ -685,7 +685,7 @@ type GitOutput struct {
 	// candidates also pushes every round's sealed candidate,
 	// refs/autoresearch/candidates/<name>/r<N>, kept or not.
 	// +optional
-	Candidates bool `json:"candidates,omitempty"`
+	Candidates *bool `json:"candidates,omitempty"`
 }
 
 // SecretReference names a Secret in the experiment's namespace.

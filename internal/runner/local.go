@@ -660,7 +660,7 @@ func (l *Local) push(ctx context.Context) *round.PushResult {
 		return nil
 	}
 	commit, err := supervisor.Push(ctx, l.ws, supervisor.Output{
-		URL: o.Git.URL, Candidates: o.Git.Candidates, Username: l.opts.OutputUsername, Token: l.opts.OutputToken,
+		URL: o.Git.URL, Candidates: ptr.Deref(o.Git.Candidates, false), Username: l.opts.OutputUsername, Token: l.opts.OutputToken,
 	})
 	if err != nil {
 		return &round.PushResult{Error: supervisor.PushError(err)}

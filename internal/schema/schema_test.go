@@ -242,7 +242,7 @@ func TestGitOutputURLs(t *testing.T) {
 		"ssh://git@github.com:22/org/results.git", "git@github.com:org/results.git", "https://bot@gitlab.example.com/org/results",
 	} {
 		spec := builder.MakeAutoResearch("demo", "ns").Edit(func(s *v1alpha1.AutoResearchSpec) {
-			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: url, SecretRef: &v1alpha1.SecretReference{Name: "push"}, Candidates: true}}
+			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: url, SecretRef: &v1alpha1.SecretReference{Name: "push"}, Candidates: ptr(true)}}
 		}).SpecObj()
 		if errs := validateSpec(t, spec); errs != nil {
 			t.Errorf("the CRD's rules refuse %s: %v", url, errs)
