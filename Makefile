@@ -128,8 +128,10 @@ helm-manifests: ## Copy the generated CRD and manager ClusterRole into the Helm 
 .PHONY: helm-lint
 helm-lint: helm ## Lint the Helm chart and check it against config/ (renders it with several sets of values).
 	$(HELM) lint --strict --kube-version $(CHART_KUBE_VERSION) $(CHART_DIR)
+	$(HELM) lint --strict --kube-version $(CHART_KUBE_VERSION) --set grafanaDashboard.enabled=true $(CHART_DIR)
 	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) >/dev/null
 	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) --set networkPolicy.enabled=false >/dev/null
+	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) --set grafanaDashboard.enabled=true >/dev/null
 	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./test/manifests/...
 
 .PHONY: docker-build

@@ -52,19 +52,21 @@ const (
 	// defaultWorkspaceSize of the workspace claim.
 	defaultWorkspaceSize = "10Gi"
 
-	volumeWorkspace = "workspace"
-	volumeTools     = "autoresearch-tools"
-	volumePrompt    = "prompt"
-	volumeHashes    = "fixed-hashes"
-	promptKey       = "prompt.md"
-	hashesKey       = "fixed-hashes.json"
-	volumeResults   = "results"
-	volumeGitCreds  = "git-credentials"
-	hashesMount     = "/etc/autoresearch-hashes"
-	resultsMount    = "/results"
-	gitCredsMount   = "/etc/git-credentials"
-	volumeHome      = "home"
-	volumeShm       = "shm"
+	volumeWorkspace    = "workspace"
+	volumeTools        = "autoresearch-tools"
+	volumePrompt       = "prompt"
+	volumeHashes       = "fixed-hashes"
+	promptKey          = "prompt.md"
+	hashesKey          = "fixed-hashes.json"
+	volumeResults      = "results"
+	volumeGitCreds     = "git-credentials"
+	hashesMount        = "/etc/autoresearch-hashes"
+	resultsMount       = "/results"
+	gitCredsMount      = "/etc/git-credentials"
+	volumeOutputSecret = "output-credentials"
+	outputSecretMount  = "/etc/autoresearch-output"
+	volumeHome         = "home"
+	volumeShm          = "shm"
 	// homeDir is a writable HOME for the non-root user in images that
 	// have none for it.
 	homeDir  = "/home/autoresearch"
@@ -499,16 +501,54 @@ func (b childBuilder) gitPod(a round.Action) *corev1.Pod {
 	if a.Type == round.ActionCommit {
 		action = steps.GitCommit
 	}
-	args := steps.GitArgs(projectBinary, steps.GitOptions{
+	opts := steps.GitOptions{
 		Worktree: b.worktree(), Action: action, Base: a.BaseCommit, Candidate: a.Code, Message: a.Message, Ledger: *a.Ledger,
-	})
-	return b.pod(childName(b.ar, a), a.Round, stepGit, b.podSpec(b.ownContainer(stepGit, args)))
+	}
+	if action == steps.GitCommit {
+		opts.Push = b.push()
+	}
+	spec := b.podSpec(b.ownContainer(stepGit, steps.GitArgs(projectBinary, opts)))
+	if opts.Push != nil {
+		b.mountOutputSecret(&spec)
+	}
+	return b.pod(childName(b.ar, a), a.Round, stepGit, spec)
 }
 
 // finishPod writes the final ledger header and commits the ledger.
 func (b childBuilder) finishPod(a round.Action) *corev1.Pod {
-	args := steps.FinishArgs(projectBinary, steps.FinishOptions{Worktree: b.worktree(), Ledger: *a.Ledger})
-	return b.pod(childName(b.ar, a), a.Round, stepFinish, b.podSpec(b.ownContainer(stepFinish, args)))
+	args := steps.FinishArgs(projectBinary, steps.FinishOptions{Worktree: b.worktree(), Ledger: *a.Ledger, Push: b.push()})
+	spec := b.podSpec(b.ownContainer(stepFinish, args))
+	b.mountOutputSecret(&spec)
+	return b.pod(childName(b.ar, a), a.Round, stepFinish, spec)
+}
+
+// push is how the git steps push to spec.output.git; nil without one.
+func (b childBuilder) push() *steps.PushOptions {
+	o := b.ar.Spec.Output
+	if o == nil || o.Git == nil {
+		return nil
+	}
+	p := &steps.PushOptions{URL: o.Git.URL, Candidates: ptr.Deref(o.Git.Candidates, false)}
+	if o.Git.SecretRef != nil {
+		p.SecretDir = outputSecretMount
+	}
+	return p
+}
+
+// mountOutputSecret gives the git step the Secret of spec.output.git. Only
+// the operator's git steps mount it: no pod that runs the candidate's or
+// the Researcher's code does. A missing Secret or key fails the push, which
+// a warning reports, and never the step.
+func (b childBuilder) mountOutputSecret(spec *corev1.PodSpec) {
+	o := b.ar.Spec.Output
+	if o == nil || o.Git == nil || o.Git.SecretRef == nil {
+		return
+	}
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeOutputSecret, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: o.Git.SecretRef.Name, Optional: ptr.To(true), DefaultMode: ptr.To[int32](0o400),
+	}}})
+	c := &spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeOutputSecret, MountPath: outputSecretMount, ReadOnly: true})
 }
 
 func seconds(d time.Duration) int64 {

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -134,7 +131,7 @@ func TestExperimentRoundByRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the experiment's metric series to go", func() (bool, error) {
-		return seriesIn(bestMetric, ns)+seriesIn(roundsTotal, ns) == 0, nil
+		return len(experimentSeriesIn(t, ns)) == 0, nil
 	})
 }
 
@@ -230,12 +227,13 @@ func checkSucceeded(t *testing.T, ns string, ar *v1alpha1.AutoResearch) {
 	if c := condition(ar, v1alpha1.ConditionSucceeded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonMaxRoundsReached || c.ObservedGeneration != ar.Generation {
 		t.Errorf("Succeeded condition %+v, want True MaxRoundsReached at generation %d", c, ar.Generation)
 	}
-	if got := testutil.ToFloat64(roundsTotal.WithLabelValues(ns, experiment, string(v1alpha1.VerdictImproved))); got != 1 {
-		t.Errorf("autoresearch_rounds_total{verdict=improved} = %v, want 1", got)
-	}
-	if got := testutil.ToFloat64(bestMetric.WithLabelValues(ns, experiment, "val_bpb")); got != 0.9 {
-		t.Errorf("autoresearch_best_metric = %v, want 0.9", got)
-	}
+	// The metrics follow the status the reconciler stored.
+	eventually(t, "the metrics of the three rounds", func() (bool, error) {
+		series := experimentSeriesIn(t, ns)
+		return series[`autoresearch_rounds_total{verdict="improved"}`] == 1 &&
+			series[`autoresearch_rounds_total{verdict="not_improved"}`] == 1 &&
+			series[`autoresearch_best_metric{metric="val_bpb"}`] == 0.9, fmt.Errorf("series %v", series)
+	})
 	if !hasEvent(t, ns, experiment, "EvalFailed", "never used") {
 		t.Errorf("no EvalFailed event; events: %v", eventReasons(t, ns))
 	}
@@ -253,28 +251,6 @@ func retryFailedFinish(t *testing.T, ns string) {
 	})
 	finishPod(t, ns, podName(3, stepFinish), 0, result(t, steps.GitResult{Commit: "1edge4"}))
 	waitStatus(t, ns, experiment, "the final ledger commit", func(st v1alpha1.AutoResearchStatus) bool { return st.LedgerCommit == "1edge4" })
-}
-
-// seriesIn counts a metric's series of the experiments in namespace ns.
-func seriesIn(c prometheus.Collector, ns string) int {
-	ch := make(chan prometheus.Metric)
-	go func() {
-		c.Collect(ch)
-		close(ch)
-	}()
-	n := 0
-	for m := range ch {
-		var pb dto.Metric
-		if err := m.Write(&pb); err != nil {
-			continue
-		}
-		for _, l := range pb.GetLabel() {
-			if l.GetName() == "namespace" && l.GetValue() == ns {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // Every verdict path of the engine, as the status and events show it.

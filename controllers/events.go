@@ -43,7 +43,7 @@ func (r *AutoResearchReconciler) announce(ar *v1alpha1.AutoResearch, old *v1alph
 		case round.ActionReportRound:
 			rec := *a.Record
 			r.recorder.Eventf(ar, nil, verdictEventType(rec.Verdict), verdictReason(rec.Verdict), actionJudge, "%s", roundMessage(ar, rec))
-			recordRoundMetrics(ar, rec)
+			recordRoundMetrics(rec)
 		case round.ActionWarn:
 			r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, a.Reason, actionWarn, "%s", a.Message)
 		}
@@ -60,7 +60,7 @@ func (r *AutoResearchReconciler) announce(ar *v1alpha1.AutoResearch, old *v1alph
 		}
 		r.recorder.Eventf(ar, nil, eventType, string(cur.Phase), actionAdvance, "%s", cur.Message)
 	}
-	recordExperimentMetrics(ar, old)
+	recordExperimentMetrics(ar)
 }
 
 func roundMessage(ar *v1alpha1.AutoResearch, rec v1alpha1.RoundRecord) string {

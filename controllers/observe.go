@@ -100,6 +100,9 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 			return tick, &stepFailure{name, fmt.Sprintf("the %s step ended without a result: %s", actionStep(a.Type), podProblem(pod, err))}
 		}
 		obs.Commit = res.Commit
+		if p := res.Push; p != nil {
+			obs.Push = &round.PushResult{Commit: p.Commit, Error: p.Error}
+		}
 		obs.Kind = map[round.ActionType]round.ObservationKind{
 			round.ActionCommit: round.ObserveCommitted, round.ActionRollback: round.ObserveRolledBack, round.ActionFinish: round.ObserveFinished,
 		}[a.Type]

@@ -127,6 +127,10 @@ type AutoResearchSpec struct {
 	// +kubebuilder:default={}
 	Workspace WorkspaceSpec `json:"workspace"` //nolint:kubeapilinter // defaulted to {} for the rule that freezes it; Go clients always write it.
 
+	// output is where the experiment's results go besides its workspace.
+	// +optional
+	Output *OutputSpec `json:"output,omitempty"`
+
 	// guidance holds notes from the human on the loop. Every Researcher sees
 	// them; the round that first sees a note records it in its Note column.
 	// +optional
@@ -646,6 +650,53 @@ type GitSource struct {
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
 }
 
+// OutputSpec is where the experiment's results go besides its workspace.
+// +kubebuilder:validation:MinProperties=1
+type OutputSpec struct {
+	// git pushes the experiment branch to a remote repository after every
+	// committed round and at the end.
+	// +optional
+	Git *GitOutput `json:"git,omitempty"`
+}
+
+// GitOutput is a remote repository that receives the experiment branch,
+// autoresearch/<name>, never forced: a remote branch that went its own way
+// refuses the push. A push that fails leaves the round as it is; the next
+// commit or the end pushes again.
+// +kubebuilder:validation:XValidation:rule="self.url.matches('^(https?|ssh)://[^/]+/.') || self.url.matches('^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/].*$')",message="url must be an https://, http:// or ssh:// URL, or user@host:path"
+// +kubebuilder:validation:XValidation:rule="!self.url.matches('^[a-z]+://[^/@]*:[^/@]*@')",message="url must not hold a password or token: put it in the Secret that secretRef names, under the key token"
+type GitOutput struct {
+	// url of the remote repository: https://host/path (a token from the
+	// Secret), ssh://git@host/path or git@host:path (an SSH key from the
+	// Secret).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +required
+	URL string `json:"url,omitempty"`
+
+	// secretRef names a Secret in the experiment's namespace with the
+	// credentials: `token` (and optionally `username`) for https, or
+	// `ssh-privatekey` and `known_hosts` for ssh. Only the operator's git
+	// step pods mount it; the Researcher, training and evaluation never see
+	// it. Locally (`autoresearch run`) it is not read: see the README.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// candidates also pushes every round's sealed candidate,
+	// refs/autoresearch/candidates/<name>/r<N>, kept or not.
+	// +optional
+	Candidates *bool `json:"candidates,omitempty"`
+}
+
+// SecretReference names a Secret in the experiment's namespace.
+type SecretReference struct {
+	// name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name,omitempty"`
+}
+
 // PVCSource is a repository already on a claim.
 type PVCSource struct {
 	// claimName is the PersistentVolumeClaim holding the repository.
@@ -822,6 +873,9 @@ const (
 	ReasonInvalidSpec      = "InvalidSpec"
 	ReasonStepWaiting      = "StepWaiting"
 	ReasonBudgetExhausted  = "BudgetExhausted"
+	// ReasonPushFailed is the event of a push to spec.output.git that
+	// failed.
+	ReasonPushFailed = "PushFailed"
 )
 
 // AutoResearchStatus is the loop's progress. It stays small: the full ledger
@@ -905,6 +959,10 @@ type AutoResearchStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:MinLength=1
 	LedgerCommit string `json:"ledgerCommit,omitempty"`
+
+	// output says what reached spec.output.
+	// +optional
+	Output *OutputStatus `json:"output,omitempty"`
 
 	// message says, in a sentence, what is happening or what went wrong.
 	// +optional
@@ -1208,6 +1266,25 @@ type WorkspaceStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	FixedRegions []FixedRegion `json:"fixedRegions,omitempty"`
+}
+
+// OutputStatus says what reached spec.output.
+type OutputStatus struct {
+	// pushedCommit is the commit of the experiment branch that the last
+	// push that succeeded left on spec.output.git.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	PushedCommit string `json:"pushedCommit,omitempty"`
+	// pushTime is when that push happened.
+	// +optional
+	PushTime *metav1.Time `json:"pushTime,omitempty"`
+	// error is why the last push failed; the next commit, or the end,
+	// pushes again. Empty once a push succeeds.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Error string `json:"error,omitempty"`
 }
 
 // FixedRegion is a fixed region of a variable file.

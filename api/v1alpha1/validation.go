@@ -119,6 +119,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 		errs = append(errs, field.Forbidden(p.Child("source"), "takes either git or pvc, not both"))
 	}
 	errs = append(errs, s.Workspace.validate(p.Child("workspace"))...)
+	errs = append(errs, s.Output.validate(p.Child("output"))...)
 	if s.Source.Subdir != "" {
 		errs = append(errs, s.Source.Subdir.Validate(p.Child("source", "subdir"))...)
 	}
@@ -206,6 +207,35 @@ func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, e.Timeout.Validate(p.Child("timeout"))...)
 	}
 	return append(errs, validateConstraintsOf(p.Child("constraints"), e.Constraints)...)
+}
+
+// The rules of spec.output.git.url, as the CRD's CEL rules have them.
+var (
+	gitOutputURLRE      = regexp.MustCompile(`^(https?|ssh)://[^/]+/.|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+	gitOutputPasswordRE = regexp.MustCompile(`^[a-z]+://[^/@]*:[^/@]*@`)
+)
+
+func (o *OutputSpec) validate(p *field.Path) field.ErrorList {
+	if o == nil {
+		return nil
+	}
+	if o.Git == nil {
+		return field.ErrorList{field.Required(p, "set git, or leave output out")}
+	}
+	var errs field.ErrorList
+	g, gp := o.Git, p.Child("git")
+	switch {
+	case g.URL == "":
+		errs = append(errs, field.Required(gp.Child("url"), "the remote repository to push to"))
+	case !gitOutputURLRE.MatchString(g.URL):
+		errs = append(errs, field.Invalid(gp, g.URL, "url must be an https://, http:// or ssh:// URL, or user@host:path"))
+	case gitOutputPasswordRE.MatchString(g.URL):
+		errs = append(errs, field.Invalid(gp, "<redacted>", "url must not hold a password or token: put it in the Secret that secretRef names, under the key token"))
+	}
+	if g.SecretRef != nil && g.SecretRef.Name == "" {
+		errs = append(errs, field.Required(gp.Child("secretRef", "name"), "the Secret with the push credentials"))
+	}
+	return errs
 }
 
 func (h *HoldoutSpec) validate(p *field.Path) field.ErrorList {

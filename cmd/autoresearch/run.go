@@ -64,9 +64,13 @@ func newRunCommand() *cobra.Command {
 				fmt.Fprintln(cmd.ErrOrStderr(), "\nAborting the current step; the next run restarts its round.")
 				abort()
 			}()
-			st, err := runner.Run(ctx, x, runner.Options{
+			opts := runner.Options{
 				Out: cmd.OutOrStdout(), Verbose: verbose, Stop: stop, Grace: grace, KillGrace: grace, Rebaseline: rebaseline,
-			})
+			}
+			if opts.OutputUsername, opts.OutputToken, err = takeOutputCredentials(); err != nil {
+				return err
+			}
+			st, err := runner.Run(ctx, x, opts)
 			if err != nil {
 				return err
 			}
@@ -81,4 +85,19 @@ func newRunCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&grace, "grace", runner.DefaultGrace, "buffer past a time limit before SIGTERM, and between SIGTERM and SIGKILL")
 	cmd.Flags().BoolVar(&rebaseline, "rebaseline", false, "accept a measure (fixed files, train or eval command, metric, baseline…) changed since the experiment started: measure the baseline again on the best code before the next round; the rounds done keep their verdicts")
 	return cmd
+}
+
+// The variables that give `autoresearch run` the https credentials of
+// spec.output.git.
+const (
+	envOutputToken    = "AUTORESEARCH_OUTPUT_TOKEN"
+	envOutputUsername = "AUTORESEARCH_OUTPUT_USERNAME"
+)
+
+// takeOutputCredentials reads the credentials of spec.output.git from the
+// environment and removes them from it, so that no step, which inherits the
+// rest of the environment, sees them.
+func takeOutputCredentials() (username, token string, err error) {
+	username, token = os.Getenv(envOutputUsername), os.Getenv(envOutputToken)
+	return username, token, errors.Join(os.Unsetenv(envOutputUsername), os.Unsetenv(envOutputToken))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -257,6 +258,7 @@ func readSpec(inline, file string) (*v1alpha1.AutoResearchSpec, error) {
 func newWorkspaceGitCommand(action string) *cobra.Command {
 	var (
 		f         ledgerStepFlags
+		push      pushFlags
 		base      string
 		candidate string
 		message   string
@@ -275,7 +277,7 @@ func newWorkspaceGitCommand(action string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return writeResult(result, &steps.GitResult{Commit: commit})
+			return writeResult(result, &steps.GitResult{Commit: commit, Push: push.push(cmd.Context(), ws)})
 		},
 	}
 	if action == steps.GitRollback {
@@ -289,6 +291,7 @@ func newWorkspaceGitCommand(action string) *cobra.Command {
 		cmd.Flags().StringVar(&candidate, "candidate", "", "the round's sealed candidate, whose files the commit holds")
 		_ = cmd.MarkFlagRequired("message")
 		_ = cmd.MarkFlagRequired("candidate")
+		push.register(cmd)
 	}
 	_ = cmd.MarkFlagRequired("base")
 	return cmd
@@ -328,6 +331,7 @@ func newWorkspaceCheckoutCommand() *cobra.Command {
 func newWorkspaceFinishCommand() *cobra.Command {
 	var (
 		f      ledgerStepFlags
+		push   pushFlags
 		result string
 	)
 	cmd := &cobra.Command{
@@ -343,10 +347,46 @@ func newWorkspaceFinishCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return writeResult(result, &steps.GitResult{Commit: head})
+			return writeResult(result, &steps.GitResult{Commit: head, Push: push.push(cmd.Context(), ws)})
 		},
 	}
 	f.register(cmd, "the final ledger update, as JSON", true)
+	push.register(cmd)
 	cmd.Flags().StringVar(&result, "result", steps.TerminationMessagePath, "where the JSON result goes")
 	return cmd
+}
+
+// pushFlags push the experiment branch to spec.output.git after a git step.
+type pushFlags struct {
+	url        string
+	candidates bool
+	secretDir  string
+}
+
+func (p *pushFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&p.url, "push-url", "", "a remote repository to push the experiment branch to afterwards")
+	fl.BoolVar(&p.candidates, "push-candidates", false, "also push the experiment's candidate refs")
+	fl.StringVar(&p.secretDir, "push-secret-dir", "", "a mounted Secret with the push credentials: token (and username), or ssh-privatekey and known_hosts")
+}
+
+// push pushes when asked. A failed push is the result's, never the step's:
+// the round is kept, and the next commit or the end pushes again.
+func (p *pushFlags) push(ctx context.Context, ws *workspace.Workspace) *steps.PushResult {
+	if p.url == "" {
+		return nil
+	}
+	o := supervisor.Output{URL: p.url, Candidates: p.candidates}
+	var err error
+	if p.secretDir != "" {
+		err = o.ReadSecretDir(p.secretDir)
+	}
+	var commit string
+	if err == nil {
+		commit, err = supervisor.Push(ctx, ws, o)
+	}
+	if err != nil {
+		return &steps.PushResult{Error: supervisor.PushError(err)}
+	}
+	return &steps.PushResult{Commit: commit}
 }

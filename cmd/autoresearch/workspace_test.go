@@ -125,12 +125,10 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 			Round: &steps.LedgerRound{Round: 1, Strategy: "double SCORE", Compliance: "✅", Value: "20", Verdict: string(v1alpha1.VerdictImproved)}},
 		ResultPath: v.result("commit"),
 	}
-	var committed steps.GitResult
-	for range 2 {
-		run(steps.GitArgs(steps.Binary, commit))
-		decodeResult(t, commit.ResultPath, &committed)
-	}
+	remote := filepath.Join(t.TempDir(), "results.git")
+	committed := commitAndPush(t, commit, remote)
 	assertCommittedAsSealed(t, v.wt.Dir, start, candidate, committed.Commit)
+	checkPushed(t, committed, remote, "refs/autoresearch/candidates/toy/r1", candidate)
 
 	// Round 2: the Researcher edits the fixed evaluation; the spec comes from a file.
 	prepare = steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 2, Base: committed.Commit}
@@ -171,13 +169,18 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	}
 
 	header.Status = "completed"
-	finish := steps.FinishOptions{Worktree: v.wt, Ledger: header, ResultPath: v.result("finish")}
+	secret := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secret, "token"), []byte("unused by file://"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	finish := steps.FinishOptions{Worktree: v.wt, Ledger: header, ResultPath: v.result("finish"), Push: &steps.PushOptions{URL: "file://" + remote, SecretDir: secret}}
 	run(steps.FinishArgs(steps.Binary, finish))
 	var finished steps.GitResult
 	decodeResult(t, finish.ResultPath, &finished)
 	if finished.Commit != testGit(t, v.wt.Dir, "rev-parse", "HEAD") || testGit(t, v.wt.Dir, "status", "--porcelain") != "" {
 		t.Errorf("finish result %+v: want HEAD, with the ledger committed", finished)
 	}
+	checkPushed(t, finished, remote, "autoresearch/toy", finished.Commit)
 
 	ledger, err := workspace.ReadLedger(filepath.Join(v.dir(), "experiences.md"))
 	if err != nil {
@@ -279,4 +282,39 @@ func TestWorkspaceStepsReject(t *testing.T) {
 func withRow(u steps.LedgerUpdate, r steps.LedgerRound) steps.LedgerUpdate {
 	u.Round = &r
 	return u
+}
+
+// commitAndPush runs the commit step twice, as a retried step would: the
+// first try pushes to a remote that is not there, which fails the push and
+// not the step; the second pushes to remote, a bare repository it makes.
+func commitAndPush(t *testing.T, commit steps.GitOptions, remote string) steps.GitResult {
+	t.Helper()
+	var res steps.GitResult
+	for i, url := range []string{"file://" + filepath.Join(t.TempDir(), "missing.git"), "file://" + remote} {
+		commit.Push = &steps.PushOptions{URL: url, Candidates: true}
+		if out, err := runStep(t, steps.GitArgs(steps.Binary, commit)); err != nil {
+			t.Fatalf("commit: %v\n%s", err, out)
+		}
+		res = steps.GitResult{}
+		decodeResult(t, commit.ResultPath, &res)
+		if i == 0 {
+			if res.Push == nil || res.Push.Error == "" || res.Commit == "" {
+				t.Errorf("a commit whose push failed: %+v, want the commit and the push's error", res)
+			}
+			testGit(t, filepath.Dir(remote), "init", "--quiet", "--bare", remote)
+		}
+	}
+	return res
+}
+
+// checkPushed checks a git step's result that pushed the branch to remote,
+// where ref is now want.
+func checkPushed(t *testing.T, res steps.GitResult, remote, ref, want string) {
+	t.Helper()
+	if res.Push == nil || res.Push.Commit != res.Commit || res.Push.Error != "" || testGit(t, remote, "rev-parse", "autoresearch/toy") != res.Commit {
+		t.Errorf("the push %+v did not leave the step's commit %s on the remote", res.Push, res.Commit)
+	}
+	if got := testGit(t, remote, "rev-parse", ref); got != want {
+		t.Errorf("the remote's %s is %s, want %s", ref, got, want)
+	}
 }

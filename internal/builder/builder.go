@@ -349,6 +349,19 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"read-only workspace": {func(s *spec) {
 			s.Workspace.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadOnlyMany}
 		}, "spec.workspace.accessModes[1]", `Unsupported value: "ReadOnlyMany"`},
+		"output url with a token": {func(s *spec) {
+			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: "https://bot:ghp_secret@github.com/org/results.git"}}
+		}, "spec.output.git", "url must not hold a password or token: put it in the Secret that secretRef names, under the key token"},
+		"output url as a path": {func(s *spec) {
+			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: "/srv/git/results.git"}}
+		}, "spec.output.git", "url must be an https://, http:// or ssh:// URL, or user@host:path"},
+		"output url over file": {func(s *spec) {
+			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: "file:///srv/git/results.git"}}
+		}, "spec.output.git", "url must be an https://, http:// or ssh:// URL, or user@host:path"},
+		"output secret without a name": {func(s *spec) {
+			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: "https://example.com/r.git", SecretRef: &v1alpha1.SecretReference{}}}
+		}, "spec.output.git.secretRef.name", "Required value"},
+		"empty output":                {func(s *spec) { s.Output = &v1alpha1.OutputSpec{} }, "spec.output", "should have at least 1 properties"},
 		"reclaim policy in lowercase": {func(s *spec) { s.Workspace.ReclaimPolicy = "retain" }, "spec.workspace.reclaimPolicy", `Unsupported value: "retain": supported values: "Retain", "Delete"`},
 		"recycled workspace":          {func(s *spec) { s.Workspace.ReclaimPolicy = "Recycle" }, "spec.workspace.reclaimPolicy", `Unsupported value: "Recycle"`},
 		"storage class with a space":  {func(s *spec) { s.Workspace.StorageClassName = ptr.To("Fast SSD") }, "spec.workspace.storageClassName", "must be the name of a StorageClass"},

@@ -100,6 +100,7 @@ func (e *engine) handle(obs Observation) {
 		// A commit answers only an improved round, a rollback only the others.
 		if e.expect(obs, v1alpha1.StepGit) && (obs.Kind == ObserveCommitted) == (e.candidate().Verdict == v1alpha1.VerdictImproved) {
 			e.gitDone(obs.Commit)
+			e.pushed(obs.Round, obs.Push)
 		}
 	case ObserveFinished:
 		e.finished(obs)

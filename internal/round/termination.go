@@ -80,6 +80,7 @@ func (e *engine) tickFinished() {
 func (e *engine) finished(obs Observation) {
 	if a, ok := CurrentAction(e.spec, &e.st); ok && a.Type == ActionFinish && a.Round == obs.Round {
 		e.st.LedgerCommit = obs.Commit
+		e.pushed(obs.Round, obs.Push)
 	}
 }
 

@@ -130,6 +130,9 @@ type Observation struct {
 	// Commit is the commit an ActionCommit made, or the ledger commit an
 	// ActionFinish made.
 	Commit string
+	// Push is how the push to spec.output.git after an ActionCommit or
+	// ActionFinish went; nil when none was made.
+	Push *PushResult
 	// Error explains a failed workspace preparation.
 	Error string
 	// Waiting, on a Tick, says why the running step has not started: its
@@ -138,6 +141,14 @@ type Observation struct {
 	Waiting string
 	// Changed lists the parts of the protocol a rebaseline follows.
 	Changed []string
+}
+
+// PushResult is how a push to spec.output.git went.
+type PushResult struct {
+	// Commit is what the remote's branch holds after a push that succeeded.
+	Commit string
+	// Error is why the push failed.
+	Error string
 }
 
 // ProcessExit is how a user process ended.

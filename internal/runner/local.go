@@ -56,6 +56,10 @@ type Options struct {
 	// started: the new protocol becomes the one in force, and the baseline
 	// is measured again on the best code before the next round.
 	Rebaseline bool
+	// OutputUsername and OutputToken answer the https server of
+	// spec.output.git; without a token the push uses git's own means over
+	// ssh (the user's ssh agent, keys and known hosts) and none over https.
+	OutputUsername, OutputToken string
 }
 
 // Local runs one experiment on this machine.
@@ -640,7 +644,28 @@ func (l *Local) gitStep(ctx context.Context, a round.Action) (*round.Observation
 	if err != nil {
 		return nil, err
 	}
-	return &round.Observation{Kind: kind, Round: a.Round, Commit: commit}, nil
+	obs := &round.Observation{Kind: kind, Round: a.Round, Commit: commit}
+	if action == steps.GitCommit {
+		obs.Push = l.push(ctx)
+	}
+	return obs, nil
+}
+
+// push pushes the experiment branch to spec.output.git, if any. A failed
+// push is the observation's, never the run's: the next commit or the end
+// pushes again.
+func (l *Local) push(ctx context.Context) *round.PushResult {
+	o := l.spec.Output
+	if o == nil || o.Git == nil {
+		return nil
+	}
+	commit, err := supervisor.Push(ctx, l.ws, supervisor.Output{
+		URL: o.Git.URL, Candidates: ptr.Deref(o.Git.Candidates, false), Username: l.opts.OutputUsername, Token: l.opts.OutputToken,
+	})
+	if err != nil {
+		return &round.PushResult{Error: supervisor.PushError(err)}
+	}
+	return &round.PushResult{Commit: commit}
 }
 
 // finish writes the final ledger, commits it and prints the final report.
@@ -650,7 +675,7 @@ func (l *Local) finish(ctx context.Context, a round.Action) (*round.Observation,
 		return nil, err
 	}
 	l.out.final(l, a, ledger)
-	return &round.Observation{Kind: round.ObserveFinished, Round: a.Round, Commit: commit}, nil
+	return &round.Observation{Kind: round.ObserveFinished, Round: a.Round, Commit: commit, Push: l.push(ctx)}, nil
 }
 
 // use makes ws the run's workspace, with the caches its rollbacks keep.

@@ -234,3 +234,21 @@ func TestMetricPatterns(t *testing.T) {
 		})
 	}
 }
+
+// The remotes spec.output.git takes, in both rule sets.
+func TestGitOutputURLs(t *testing.T) {
+	for _, url := range []string{
+		"https://github.com/org/results.git", "http://127.0.0.1:8080/git/results.git",
+		"ssh://git@github.com:22/org/results.git", "git@github.com:org/results.git", "https://bot@gitlab.example.com/org/results",
+	} {
+		spec := builder.MakeAutoResearch("demo", "ns").Edit(func(s *v1alpha1.AutoResearchSpec) {
+			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: url, SecretRef: &v1alpha1.SecretReference{Name: "push"}, Candidates: ptr(true)}}
+		}).SpecObj()
+		if errs := validateSpec(t, spec); errs != nil {
+			t.Errorf("the CRD's rules refuse %s: %v", url, errs)
+		}
+		if errs := spec.Validate(); errs != nil {
+			t.Errorf("the Go rules refuse %s: %v", url, errs)
+		}
+	}
+}

@@ -233,18 +233,42 @@ type GitOptions struct {
 	Message    string
 	Ledger     LedgerUpdate
 	ResultPath string
+	// Push, for GitCommit, pushes the branch afterwards.
+	Push *PushOptions
+}
+
+// PushOptions push the experiment branch to spec.output.git after a git
+// step.
+type PushOptions struct {
+	URL string
+	// Candidates also pushes the candidate refs.
+	Candidates bool
+	// SecretDir is the mounted Secret with the credentials, if any.
+	SecretDir string
+}
+
+func (p *PushOptions) args() []string {
+	if p == nil {
+		return nil
+	}
+	args := flags("push-url", p.URL, "push-secret-dir", p.SecretDir)
+	if p.Candidates {
+		args = append(args, "--push-candidates")
+	}
+	return args
 }
 
 // GitArgs is the command line of `autoresearch workspace commit|rollback`.
 func GitArgs(binary string, o GitOptions) []string {
 	args := append([]string{binary, "workspace", o.Action}, o.Worktree.args()...)
-	return append(args, flags(
+	args = append(args, flags(
 		"base", o.Base,
 		"candidate", o.Candidate,
 		"message", o.Message,
 		"ledger", mustJSON(o.Ledger),
 		"result", o.ResultPath,
 	)...)
+	return append(args, o.Push.args()...)
 }
 
 // CheckoutOptions are the flags of `autoresearch workspace checkout`, which
@@ -278,12 +302,15 @@ type FinishOptions struct {
 	Ledger LedgerUpdate
 	// ResultPath gets a GitResult with the commit HEAD is on.
 	ResultPath string
+	// Push pushes the branch afterwards.
+	Push *PushOptions
 }
 
 // FinishArgs is the command line of `autoresearch workspace finish`.
 func FinishArgs(binary string, o FinishOptions) []string {
 	args := append([]string{binary, "workspace", "finish"}, o.Worktree.args()...)
-	return append(args, flags("ledger", mustJSON(o.Ledger), "result", o.ResultPath)...)
+	args = append(args, flags("ledger", mustJSON(o.Ledger), "result", o.ResultPath)...)
+	return append(args, o.Push.args()...)
 }
 
 // flags turns name, value pairs into --name=value arguments, leaving out

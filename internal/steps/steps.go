@@ -105,6 +105,15 @@ type ComplianceResult struct {
 // GitResult is written by `autoresearch workspace commit|rollback`.
 type GitResult struct {
 	Commit string `json:"commit,omitempty"`
+	// Push is how the push to spec.output.git went, when one was asked.
+	Push *PushResult `json:"push,omitempty"`
+}
+
+// PushResult is how a push to spec.output.git went: the commit the remote's
+// branch holds, or why the push failed. A failed push fails no step.
+type PushResult struct {
+	Commit string `json:"commit,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Encode marshals a result and shortens its Tail, if any, until it fits a

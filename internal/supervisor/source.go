@@ -25,6 +25,9 @@ type Source struct {
 	Password string
 	// SSHKeyFile is the private key for ssh URLs.
 	SSHKeyFile string
+	// KnownHostsFile, when set, holds the only host keys ssh trusts;
+	// without it a host is trusted on first contact.
+	KnownHostsFile string
 }
 
 // credentialHelper gives git the credentials from the environment, so that
@@ -94,17 +97,22 @@ func newSourceGit(src Source) (*sourceGit, error) {
 	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		return nil, errors.Join(err, g.close())
 	}
-	g.env = append(g.env, "GIT_SSH_COMMAND="+sshCommand(keyFile, filepath.Join(g.tmp, "known_hosts")))
+	g.env = append(g.env, "GIT_SSH_COMMAND="+sshCommand(keyFile, filepath.Join(g.tmp, "known_hosts"), src.KnownHostsFile))
 	return g, nil
 }
 
-// sshCommand is the GIT_SSH_COMMAND that uses only keyFile and trusts a
-// host on first contact, recording it in knownHosts: a pod has no known
-// hosts of its own, and may not write to a home directory.
-func sshCommand(keyFile, knownHosts string) string {
+// sshCommand is the GIT_SSH_COMMAND that uses only keyFile. It trusts only
+// the hosts of knownHostsFile when set, and otherwise a host on first
+// contact, recording it in knownHosts: a pod has no known hosts of its
+// own, and may not write to a home directory.
+func sshCommand(keyFile, knownHosts, knownHostsFile string) string {
+	check := "StrictHostKeyChecking=accept-new"
+	if knownHostsFile != "" {
+		check, knownHosts = "StrictHostKeyChecking=yes", knownHostsFile
+	}
 	return strings.Join([]string{
 		"ssh", "-i", shellQuote(keyFile), "-o", "IdentitiesOnly=yes",
-		"-o", "StrictHostKeyChecking=accept-new", "-o", "UserKnownHostsFile=" + shellQuote(knownHosts),
+		"-o", check, "-o", "UserKnownHostsFile=" + shellQuote(knownHosts),
 	}, " ")
 }
 

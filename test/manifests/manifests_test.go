@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -27,11 +28,12 @@ const (
 
 // object is the part of a manifest these tests look at.
 type object struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Metadata   objectMeta     `json:"metadata"`
-	Rules      []any          `json:"rules,omitempty"`
-	Spec       map[string]any `json:"spec,omitempty"`
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   objectMeta        `json:"metadata"`
+	Rules      []any             `json:"rules,omitempty"`
+	Spec       map[string]any    `json:"spec,omitempty"`
+	Data       map[string]string `json:"data,omitempty"`
 }
 
 type objectMeta struct {
@@ -338,6 +340,7 @@ func TestChartValues(t *testing.T) {
 		"Service/" + release + "-metrics",
 	}
 	metricsPolicy := "NetworkPolicy/" + release + "-allow-metrics-traffic"
+	dashboard := "ConfigMap/" + release + "-grafana-dashboard"
 	const defaultStepResources = `--step-resources={"limits":{"cpu":"1","memory":"512Mi"},"requests":{"cpu":"100m","memory":"128Mi"}}`
 	defaultArgs := []string{
 		"--leader-elect=true", "--health-probe-bind-address=:8081",
@@ -360,6 +363,7 @@ func TestChartValues(t *testing.T) {
 				"Role/" + release + "-leader-election-role",
 				"ServiceAccount/" + release + "-controller-manager",
 			}, metricsObjects...),
+			wantAbsent:           []string{dashboard},
 			wantArgs:             defaultArgs,
 			wantImage:            defaultImage,
 			wantResearcherPolicy: []string{"autoresearch-system"},
@@ -427,6 +431,31 @@ func TestChartValues(t *testing.T) {
 				t.Errorf("image %v, AUTORESEARCH_IMAGE %q; want both %q", c["image"], imageEnv(t, c), tc.wantImage)
 			}
 		})
+	}
+}
+
+// The Grafana dashboard, when enabled, is a ConfigMap that Grafana's sidecar
+// picks up by its label, holding dashboards/autoresearch.json as it is.
+func TestChartGrafanaDashboard(t *testing.T) {
+	rendered := helmTemplate(t, helmBinary(t), "--set", "grafanaDashboard.enabled=true",
+		"--set", "grafanaDashboard.namespace=monitoring", "--set", "grafanaDashboard.annotations.grafana_folder=AutoResearch")
+	cm := find(t, rendered, "ConfigMap", release+"-grafana-dashboard")
+	if cm.Metadata.Namespace != "monitoring" || cm.Metadata.Labels["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap in namespace %q with labels %v; want monitoring and grafana_dashboard: \"1\"", cm.Metadata.Namespace, cm.Metadata.Labels)
+	}
+	file, err := os.ReadFile(chartDir + "/dashboards/autoresearch.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got any
+	if err := json.Unmarshal(file, &want); err != nil {
+		t.Fatalf("dashboards/autoresearch.json: %v", err)
+	}
+	if err := json.Unmarshal([]byte(cm.Data["autoresearch.json"]), &got); err != nil {
+		t.Fatalf("the ConfigMap's autoresearch.json: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the ConfigMap's dashboard differs from dashboards/autoresearch.json (-file +ConfigMap):\n%s", diff)
 	}
 }
 

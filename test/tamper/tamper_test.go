@@ -62,6 +62,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"planted-go-work":       v1alpha1.VerdictNotImproved,
 	"planted-output":        v1alpha1.VerdictEvalFailed,
 	"python-startup":        v1alpha1.VerdictComplianceFailed,
+	"push-redirect":         v1alpha1.VerdictComplianceFailed,
 	"replace-object":        v1alpha1.VerdictComplianceFailed,
 	"researcher-commit":     v1alpha1.VerdictComplianceFailed,
 	"setsid-edit-eval":      v1alpha1.VerdictNotImproved,
@@ -124,6 +125,10 @@ func runAttack(t *testing.T, script string, want v1alpha1.Verdict) {
 	}
 	t.Setenv("GOENV", goEnv)
 	t.Setenv("GOFLAGS", "")
+	// The run pushes to spec.output.git at the end, as the user asked:
+	// the push, too, must reach the remote and run nothing planted.
+	const token = "tamper-t0ken"
+	remote := gittest.NewHTTPRemote(t, token)
 	repo := filepath.Join(dir, "repo")
 	gittest.WriteFiles(t, repo, map[string]string{
 		// The steps are a fixed region: the Researcher tunes SCORE only.
@@ -150,6 +155,8 @@ spec:
   researcher:
     command: "sh ` + script + `"
     env: [{name: MARKER, value: "` + marker + `"}]
+  output:
+    git: {url: "` + remote.URL + `"}
 `,
 	})
 	gittest.Git(t, repo, "init", "-q", "-b", "main")
@@ -163,7 +170,7 @@ spec:
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	st, err := runner.Run(ctx, x, runner.Options{Out: &out})
+	st, err := runner.Run(ctx, x, runner.Options{Out: &out, OutputToken: token})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -191,6 +198,9 @@ spec:
 		if f != workspace.ExperiencesFile && f != workspace.ResultsFile {
 			t.Errorf("the experiment branch holds %s from the attack", f)
 		}
+	}
+	if got, want := gittest.Git(t, remote.Dir, "rev-parse", "refs/heads/autoresearch/toy"), gittest.Git(t, repo, "rev-parse", "refs/heads/autoresearch/toy"); got != want || st.Output == nil || st.Output.Error != "" {
+		t.Errorf("the remote's branch is %s, want the experiment branch %s; status.output %+v", got, want, st.Output)
 	}
 	after := repoGitState(t, repo)
 	// The supervisor's own refs: the experiment branch and the round's
