@@ -65,6 +65,9 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
     metric: holdout_score
     tolerance: "0.5"
     dir: `+hidden+`
+    volume:
+      configMap:
+        name: holdout-files
 `))
 	// The experiment file names the holdout: it stays out of git.
 	git(t, repo, "rm", "-q", "--cached", "experiment.yaml")
@@ -78,6 +81,10 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 
 	if st.Phase != v1alpha1.PhaseSucceeded {
 		t.Fatalf("phase %s (%s), want Succeeded\n%s", st.Phase, st.Message, out)
+	}
+	// The cluster's volume means nothing here, and the runner says so.
+	if !strings.Contains(out, "the local runner ignores it and reads them from holdout.dir") {
+		t.Errorf("the run does not say that it ignores holdout.volume:\n%s", out)
 	}
 	want := []string{"0:baseline", "1:improved", "2:overfit", "3:improved"}
 	if diff := cmp.Diff(want, verdicts(ledger(t, x))); diff != "" {
