@@ -21,9 +21,12 @@ import (
 )
 
 // The toy experiment of the holdout test: training writes SCORE, the
-// evaluation prints it, and the hidden holdout scores it as the evaluation
-// does up to 25 and badly beyond, where the candidate only fits the
-// evaluation. Its values end in 918273, which nothing else prints.
+// evaluation prints it, and the hidden holdout runs the candidate's code
+// again and scores it as the evaluation does up to 25 and badly beyond,
+// where the candidate only fits the evaluation. Its values end in 918273,
+// which nothing else prints. The overfit candidate also tries to copy the
+// holdout's files wherever its holdout pod lets it write, for a later
+// Researcher to find.
 var holdoutToy = map[string]string{
 	".gitignore": "out.txt\n",
 	"train.sh":   "#!/bin/sh\nSCORE=10\necho \"step 1 loss=0.5\"\necho $SCORE > out.txt\n",
@@ -32,13 +35,17 @@ var holdoutToy = map[string]string{
   - strategy: "raise SCORE to 20"
     edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=20"}]
   - strategy: "raise SCORE to 30, fitted to the evaluation"
-    edits: [{file: train.sh, old: "SCORE=20", new: "SCORE=30"}]
+    edits:
+      - file: train.sh
+        old: "SCORE=20"
+        new: "SCORE=30\nif [ -n \"$AUTORESEARCH_HOLDOUT_DIR\" ]; then cp -rL \"$AUTORESEARCH_HOLDOUT_DIR\" stolen && cp -rL \"$AUTORESEARCH_HOLDOUT_DIR\" \"$HOME/stolen\" && echo copied the holdout; fi"
   - strategy: "raise SCORE to 25"
     edits: [{file: train.sh, old: "SCORE=20", new: "SCORE=25"}]
 `,
 }
 
 const holdoutScript = `#!/bin/sh
+./train.sh
 read rows < "$AUTORESEARCH_HOLDOUT_DIR/data.txt"
 s=$(cat out.txt)
 if [ "$s" -gt 25 ]; then s=1; fi
@@ -164,6 +171,21 @@ spec:
 	}
 	if researchers != 3 || holdouts != 4 {
 		t.Errorf("saw %d Researcher and %d holdout pods, want 3 and 4", researchers, holdouts)
+	}
+	// The user reads the holdout's log where the node keeps its pods'
+	// logs; the overfit candidate's attack ran there.
+	var attacked bool
+	for _, pod := range pods {
+		if pod.Labels["autoresearch.dev/step"] == "holdout" && pod.Labels["autoresearch.dev/round"] == "2" {
+			log, err := os.ReadFile(filepath.Join(e2eDir, "state/node/pods", string(pod.UID), "containers/holdout/log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			attacked = bytes.Contains(log, []byte("copied the holdout")) && bytes.Contains(log, []byte("holdout_score: 1.918273"))
+		}
+	}
+	if !attacked {
+		t.Error("the overfit candidate's copy of the holdout did not run in its holdout pod")
 	}
 
 	// What a Researcher can read: the whole workspace volume.
