@@ -154,6 +154,15 @@ func checkHoldoutJob(t *testing.T, job *batchv1.Job, trained string) {
 	if env["AUTORESEARCH_HOLDOUT_DIR"] != holdoutDir {
 		t.Errorf("%s env %v, want AUTORESEARCH_HOLDOUT_DIR=%s", job.Name, env, holdoutDir)
 	}
+	checkHoldoutCheckout(t, job, trained)
+}
+
+// checkHoldoutCheckout checks that the holdout's checkout copies the
+// outputs of trained under its own scratch space, from a read-only
+// workspace.
+func checkHoldoutCheckout(t *testing.T, job *batchv1.Job, trained string) {
+	t.Helper()
+	spec := job.Spec.Template.Spec
 	var checkout *corev1.Container
 	for i := range spec.InitContainers {
 		if spec.InitContainers[i].Name == "checkout" {

@@ -189,10 +189,19 @@ spec:
 	}
 
 	// What a Researcher can read: the whole workspace volume.
-	claim := strings.TrimSpace(kubectl(t, "", "get", "pvc", n+"-workspace", "-n", ns, "-o", "jsonpath={.spec.volumeName}"))
-	dir := strings.TrimSpace(kubectl(t, "", "get", "pv", claim, "-o", "jsonpath={.spec.hostPath.path}"))
+	scanned := scanWorkspace(t, n+"-workspace", secrets)
+	t.Logf("scanned %d files of the workspace; %d pods' specs", scanned, len(pods))
+}
+
+// scanWorkspace reports every file of the claim's volume on the node
+// whose path or content holds one of secrets, and returns how many files
+// it read.
+func scanWorkspace(t *testing.T, claim string, secrets []string) int {
+	t.Helper()
+	volume := strings.TrimSpace(kubectl(t, "", "get", "pvc", claim, "-n", ns, "-o", "jsonpath={.spec.volumeName}"))
+	dir := strings.TrimSpace(kubectl(t, "", "get", "pv", volume, "-o", "jsonpath={.spec.hostPath.path}"))
 	var scanned int
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -222,7 +231,7 @@ spec:
 	if scanned < 50 {
 		t.Errorf("scanned only %d files of the workspace at %s", scanned, dir)
 	}
-	t.Logf("scanned %d files of the workspace; %d pods' specs", scanned, len(pods))
+	return scanned
 }
 
 // checkHoldoutPod checks that the holdout's pod mounts the ConfigMap
