@@ -461,7 +461,7 @@ type HoldoutSpec struct {
 	// command is the holdout evaluation, run with `sh -c` in a fresh
 	// checkout of the candidate with training's outputs, as eval.command
 	// is; AUTORESEARCH_HOLDOUT_DIR names dir. Only the supervisor reads its
-	// output.
+	// output; on a cluster the output stays in the holdout pod's log.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -919,7 +919,8 @@ type AutoResearchStatus struct {
 	Workspace *WorkspaceStatus `json:"workspace,omitempty"`
 
 	// holdout is the hidden holdout's trend, for the user only: no prompt,
-	// ledger or history holds it. Local runs keep it in spec.holdout.dir.
+	// ledger or history holds it, and on a cluster no Researcher can read
+	// the status. Local runs keep it in spec.holdout.dir.
 	// +optional
 	Holdout *HoldoutStatus `json:"holdout,omitempty"`
 
