@@ -142,11 +142,22 @@ func (r *AutoResearchReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return r.reconcile(ctx, ar)
 }
 
-// unsupported is what of spec the operator cannot run yet.
-func unsupported(spec *v1alpha1.AutoResearchSpec) field.ErrorList {
-	if spec.Holdout != nil {
-		return field.ErrorList{field.Forbidden(field.NewPath("spec", "holdout"),
-			"the hidden holdout runs only with `autoresearch run` for now; remove it to run on a cluster")}
+// unsupported is what of the experiment's spec the operator cannot run: a
+// hidden holdout without a volume to bring its files to its pod, or with
+// the workspace claim as that volume, which every Researcher mounts.
+func unsupported(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec) field.ErrorList {
+	h := spec.Holdout
+	if h == nil {
+		return nil
+	}
+	p := field.NewPath("spec", "holdout", "volume")
+	if h.Volume == nil {
+		return field.ErrorList{field.Required(p,
+			"on a cluster the hidden holdout's command and data come from a ConfigMap, a Secret or a claim that only its own pod mounts at spec.holdout.dir: set spec.holdout.volume")}
+	}
+	if c := h.Volume.PersistentVolumeClaim; c != nil && c.ClaimName == workspaceClaimName(ar) {
+		return field.ErrorList{field.Invalid(p.Child("persistentVolumeClaim", "claimName"), c.ClaimName,
+			"the holdout's claim may not be the workspace claim, which every Researcher mounts: keep the holdout's data on a claim of its own")}
 	}
 	return nil
 }
@@ -187,7 +198,7 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 			result.RequeueAfter = podLag
 		}
 	}
-	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now(), Unsupported: unsupported(spec)})
+	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now(), Unsupported: unsupported(ar, spec)})
 
 	old := ar.Status.DeepCopy()
 	if !equality.Semantic.DeepEqual(*old, out.Status) {
@@ -286,11 +297,15 @@ func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoR
 			return nil
 		}
 		return r.ensure(ctx, ar, b.compliancePod(a))
-	case round.ActionRunTrain, round.ActionRunEval:
+	case round.ActionRunTrain, round.ActionRunEval, round.ActionRunHoldout:
 		if w.jobs[name] != nil {
 			return nil
 		}
-		job, err := b.gpuJob(a)
+		build := b.gpuJob
+		if a.Type == round.ActionRunHoldout {
+			build = b.holdoutJob
+		}
+		job, err := build(a)
 		if err != nil {
 			return err
 		}

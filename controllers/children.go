@@ -6,6 +6,7 @@ import (
 	"maps"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,13 @@ const (
 	outputSecretMount  = "/etc/autoresearch-output"
 	volumeHome         = "home"
 	volumeShm          = "shm"
+	// volumeHoldout is spec.holdout.volume in the holdout's pod, and
+	// volumeHoldoutRun the emptyDir at holdoutScratch that holds its copy
+	// of the candidate (holdoutCheckout) and its log.
+	volumeHoldout    = "holdout"
+	volumeHoldoutRun = "holdout-run"
+	holdoutScratch   = "/autoresearch-holdout"
+	holdoutCheckout  = "checkout"
 	// homeDir is a writable HOME for the non-root user in images that
 	// have none for it.
 	homeDir  = "/home/autoresearch"
@@ -315,8 +323,12 @@ func (b childBuilder) researcherPod(a round.Action) (*corev1.Pod, error) {
 // the protocol has kernel targets, their parity in the training image.
 func (b childBuilder) compliancePod(a round.Action) *corev1.Pod {
 	s := b.ar.Spec
+	// The check needs nothing of the hidden holdout, and a pod that runs
+	// the candidate's kernels is told nothing of it.
+	checked := *s.DeepCopy()
+	checked.Holdout = nil
 	opts := steps.CheckOptions{
-		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Start: b.ar.Status.Workspace.StartCommit, Spec: &s,
+		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Start: b.ar.Status.Workspace.StartCommit, Spec: &checked,
 	}
 	if len(s.KernelTargets) == 0 {
 		return b.pod(childName(b.ar, a), a.Round, stepCompliance, b.podSpec(b.ownContainer(stepCompliance, steps.CheckArgs(projectBinary, opts))))
@@ -399,9 +411,26 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 		{Name: volumeWorkspace, MountPath: steps.WorktreeDir, SubPath: workspaceSubPath(b.runDir(a, step))},
 		{Name: volumeWorkspace, MountPath: path.Dir(opts.LogPath), SubPath: workspaceSubPath(path.Dir(opts.LogPath))},
 	}
+	spec := b.gpuPodSpec(c)
+	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step))
+	if opts.FixedHashesFile != "" {
+		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeHashes, MountPath: hashesMount, ReadOnly: true})
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeHashes, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: roundConfigMapName(b.ar, a.Round)},
+			Items:                []corev1.KeyToPath{{Key: hashesKey, Path: hashesKey}},
+		}}})
+	}
+	return b.userStepJob(a, step, spec, limit)
+}
+
+// gpuPodSpec is the pod of a step that runs c, a user's command in a
+// user's image through the step wrapper, with training's environment: its
+// variables, resources and GPUs, shared memory, nodes and tolerations.
+func (b childBuilder) gpuPodSpec(c corev1.Container) corev1.PodSpec {
+	s := b.ar.Spec
 	c = withTools(c)
 	c.WorkingDir = b.experimentDir()
-	c.Env = s.Train.Env
+	c.Env = append(slices.Clone(s.Train.Env), c.Env...)
 	c.Resources = *s.Train.Resources.DeepCopy()
 	if n := ptr.Deref(s.Train.GPUs, 0); n > 0 {
 		gpus := *resource.NewQuantity(int64(n), resource.DecimalSI)
@@ -423,16 +452,16 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeShm, MountPath: shmMount})
 	}
 	b.toolsInit(&spec)
-	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step))
 	spec.NodeSelector = s.Train.NodeSelector
 	spec.Tolerations = s.Train.Tolerations
-	if opts.FixedHashesFile != "" {
-		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeHashes, MountPath: hashesMount, ReadOnly: true})
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeHashes, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: roundConfigMapName(b.ar, a.Round)},
-			Items:                []corev1.KeyToPath{{Key: hashesKey, Path: hashesKey}},
-		}}})
-	}
+	return spec
+}
+
+// userStepJob is the Job of a step that runs a user's command: a deadline,
+// no retries for candidate failures, and disruptions ignored; the pod
+// templates merged over spec, and Kueue's queue.
+func (b childBuilder) userStepJob(a round.Action, step string, spec corev1.PodSpec, limit time.Duration) (*batchv1.Job, error) {
+	s := b.ar.Spec
 	meta := b.meta(childName(b.ar, a), a.Round, step)
 	job := &batchv1.Job{
 		ObjectMeta: meta,
@@ -457,24 +486,91 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 	return job, nil
 }
 
-// stepTemplate merges train.podTemplate over a training or evaluation pod
-// and then, for the evaluation, eval.podTemplate. In the evaluation pod,
-// train.podTemplate's container named train patches the step's container.
+// stepTemplate merges train.podTemplate over a training, evaluation or
+// holdout pod and then, for the evaluation and the holdout, which runs in
+// the evaluation's environment, eval.podTemplate. In those pods
+// train.podTemplate's container named train, and eval.podTemplate's named
+// eval, patch the step's container.
 func (b childBuilder) stepTemplate(t corev1.PodTemplateSpec, step string) (corev1.PodTemplateSpec, error) {
 	s := b.ar.Spec
 	c := &t.Spec.Containers[0]
 	c.Name = steps.StepTrain
 	t, err := mergePodTemplate(t, s.Train.PodTemplate, false)
-	if err != nil || step != steps.StepEval {
+	if err != nil || step == steps.StepTrain {
 		return t, err
 	}
 	t.Spec.Containers[0].Name = steps.StepEval
-	return mergePodTemplate(t, s.Eval.PodTemplate, false)
+	if t, err = mergePodTemplate(t, s.Eval.PodTemplate, false); err != nil {
+		return t, err
+	}
+	t.Spec.Containers[0].Name = step
+	return t, nil
 }
 
 // runDir is where the train or eval step of a checks out its code.
 func (b childBuilder) runDir(a round.Action, step string) string {
 	return filepath.ToSlash(supervisor.RunDir(steps.StateDir, a.Round, a.Sample, step))
+}
+
+// holdoutJob runs the hidden holdout evaluation in the evaluation's
+// image and environment. An init container in the operator's image, with
+// the workspace mounted read-only, copies the candidate and the outputs of
+// the training run the evaluation measured into an emptyDir; the holdout's
+// container sees that copy as the worktree, holdout.volume read-only at
+// holdout.dir, and nothing of the workspace. It writes its log into the
+// emptyDir and nowhere else, so that no later step, and no Researcher,
+// reads what it printed; its metric comes back alone in the termination
+// message.
+func (b childBuilder) holdoutJob(a round.Action) (*batchv1.Job, error) {
+	s := b.ar.Spec
+	h := s.Holdout
+	if h == nil || h.Volume == nil {
+		return nil, fmt.Errorf("the holdout has no volume to bring its files to its pod")
+	}
+	limit := s.HoldoutTimeout()
+	c := container(stepHoldout, b.evalImage(), steps.ExecArgs(steps.Binary, steps.ExecOptions{
+		Step: steps.StepHoldout, Round: a.Round, Workdir: b.experimentDir(),
+		TimeLimit: s.Fixed.TimeLimit.Duration, EpochLimit: s.EpochLimitString(),
+		Timeout: limit + wrapperBuffer, Grace: wrapperGrace,
+		Metric: s.HoldoutMetric(), Pattern: h.Pattern,
+		LogPath: path.Join(holdoutScratch, "holdout.log"),
+		Command: []string{"/bin/sh", "-c", h.Command},
+	}))
+	c.VolumeMounts = []corev1.VolumeMount{
+		{Name: volumeHoldoutRun, MountPath: steps.WorktreeDir, SubPath: holdoutCheckout},
+		{Name: volumeHoldoutRun, MountPath: holdoutScratch},
+		{Name: volumeHoldout, MountPath: h.Dir, ReadOnly: true},
+	}
+	c.Env = []corev1.EnvVar{{Name: "AUTORESEARCH_HOLDOUT_DIR", Value: h.Dir}}
+	spec := b.gpuPodSpec(c)
+	checkout := b.ownContainer("checkout", steps.CheckoutArgs(projectBinary, steps.CheckoutOptions{
+		Worktree: b.worktree(), Commit: a.Code, Dest: path.Join(holdoutScratch, holdoutCheckout),
+		Trained: path.Join(b.runDir(a, steps.StepTrain), string(s.Source.Subdir)), Outputs: v1alpha1.Strings(s.Train.Outputs),
+	}))
+	checkout.VolumeMounts = []corev1.VolumeMount{
+		{Name: volumeWorkspace, MountPath: steps.WorkspaceMount, ReadOnly: true},
+		{Name: volumeHoldoutRun, MountPath: holdoutScratch},
+	}
+	spec.InitContainers = append(spec.InitContainers, checkout)
+	spec.Volumes = append(spec.Volumes,
+		corev1.Volume{Name: volumeHoldoutRun, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: volumeHoldout, VolumeSource: holdoutVolumeSource(h.Volume)},
+	)
+	return b.userStepJob(a, stepHoldout, spec, limit)
+}
+
+// holdoutVolumeSource is the pod volume of spec.holdout.volume; a claim is
+// attached read-only.
+func holdoutVolumeSource(v *v1alpha1.HoldoutVolume) corev1.VolumeSource {
+	switch {
+	case v.ConfigMap != nil:
+		return corev1.VolumeSource{ConfigMap: v.ConfigMap.DeepCopy()}
+	case v.Secret != nil:
+		return corev1.VolumeSource{Secret: v.Secret.DeepCopy()}
+	}
+	claim := v.PersistentVolumeClaim.DeepCopy()
+	claim.ReadOnly = true
+	return corev1.VolumeSource{PersistentVolumeClaim: claim}
 }
 
 // checkoutInit makes the step's fresh checkout of the action's code with

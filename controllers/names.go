@@ -31,6 +31,7 @@ const (
 	stepCompliance = "compliance"
 	stepTrain      = "train"
 	stepEval       = "eval"
+	stepHoldout    = "holdout"
 	stepGit        = "git"
 	stepFinish     = "finish"
 )
@@ -82,6 +83,8 @@ func actionStep(t round.ActionType) string {
 		return stepTrain
 	case round.ActionRunEval:
 		return stepEval
+	case round.ActionRunHoldout:
+		return stepHoldout
 	case round.ActionCommit, round.ActionRollback:
 		return stepGit
 	case round.ActionFinish:

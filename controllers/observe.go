@@ -42,7 +42,7 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 		return tick, nil
 	}
 	name := childName(ar, a)
-	if a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval {
+	if a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval || a.Type == round.ActionRunHoldout {
 		if podsBehind(w.jobs[name], w.jobPods[name], w.now) {
 			return tick, nil
 		}
@@ -239,17 +239,26 @@ func waitReason(pods []*corev1.Pod) wait {
 	return wait{}
 }
 
-// observeGPUStep reads a finished training or evaluation Job.
+// observeGPUStep reads a finished training, evaluation or holdout Job.
 func observeGPUStep(a round.Action, job *batchv1.Job, pods []*corev1.Pod) round.Observation {
 	if !jobFinished(job) {
 		return round.Observation{Kind: round.ObserveTick}
 	}
 	obs := round.Observation{Round: a.Round, Candidate: a.Candidate}
-	if a.Type == round.ActionRunTrain {
+	switch a.Type {
+	case round.ActionRunTrain:
 		var res steps.TrainResult
 		exit := observeJob(job, pods, &res.ProcessResult, &res)
 		obs.Kind = round.ObserveTrainFinished
 		obs.Train = &round.TrainResult{Exit: exit, Divergence: res.Divergence, FinalLoss: res.FinalLoss, MemoryGB: res.MemoryGB}
+		return obs
+	case round.ActionRunHoldout:
+		var res steps.EvalResult
+		exit := observeJob(job, pods, &res.ProcessResult, &res)
+		// Whatever a failed pod said is the holdout's, and the user's alone.
+		exit.Tail = ""
+		obs.Kind = round.ObserveHoldoutFinished
+		obs.Holdout = &round.HoldoutResult{Exit: exit, Found: res.Found, Value: res.Value}
 		return obs
 	}
 	var res steps.EvalResult

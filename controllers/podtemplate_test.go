@@ -201,8 +201,13 @@ spec: {containers: [{name: train, resources: {limits: {nvidia.com/gpu: 0}}}]}`},
 func TestReservedMountPaths(t *testing.T) {
 	b := childBuilder{ar: builder.MakeAutoResearch("x", "ns").Edit(func(s *v1alpha1.AutoResearchSpec) {
 		s.Train.Shm = ptr.To(resource.MustParse("1Gi"))
+		withHoldout(s)
 	}).Obj(), image: "operator:1"}
 	job, err := b.gpuJob(round.Action{Type: round.ActionRunEval, Round: 1, Code: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdout, err := b.holdoutJob(round.Action{Type: round.ActionRunHoldout, Round: 1, Code: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,11 +215,11 @@ func TestReservedMountPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, spec := range []corev1.PodSpec{job.Spec.Template.Spec, pod.Spec} {
+	for _, spec := range []corev1.PodSpec{job.Spec.Template.Spec, holdout.Spec.Template.Spec, pod.Spec} {
 		for _, c := range append(spec.InitContainers, spec.Containers...) {
 			for _, m := range c.VolumeMounts {
-				if m.MountPath == homeDir || m.MountPath == shmMount {
-					continue // defaults a template may replace
+				if m.MountPath == homeDir || m.MountPath == shmMount || m.MountPath == holdoutDir {
+					continue // defaults a template may replace, and the user's holdout
 				}
 				if !slices.ContainsFunc(v1alpha1.ReservedMountPaths, func(r string) bool { return v1alpha1.MountPathsOverlap(r, m.MountPath) }) {
 					t.Errorf("container %s mounts %s, which v1alpha1.ReservedMountPaths does not reserve", c.Name, m.MountPath)

@@ -28,6 +28,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.workspace == oldSelf.workspace",message="workspace cannot change once the experiment exists: the experiment's repository lives there; start a new experiment instead",fieldPath=".workspace"
 // +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || (has(self.fixed.files) && size(self.fixed.files) > 0)",message="kernelTargets need their baseline modules listed in fixed.files",fieldPath=".kernelTargets"
 // +kubebuilder:validation:XValidation:rule="has(self.holdout) == has(oldSelf.holdout) && (!has(self.holdout) || self.holdout == oldSelf.holdout)",message="holdout cannot change once the experiment exists: the best's holdout value was measured under it; start a new experiment instead",fieldPath=".holdout"
+// +kubebuilder:validation:XValidation:rule="!has(self.holdout) || !has(self.holdout.volume) || !has(self.holdout.volume.persistentVolumeClaim) || !has(self.source.pvc) || self.holdout.volume.persistentVolumeClaim.claimName != self.source.pvc.claimName",message="the holdout's claim may not be the workspace claim, which every Researcher mounts: keep the holdout's data on a claim of its own",fieldPath=".holdout.volume.persistentVolumeClaim.claimName"
 type AutoResearchSpec struct {
 	// researchQuestion is what the experiment tries to find out, shown to every Researcher.
 	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="must not be blank: say what the experiment tries to find out"
@@ -91,8 +92,8 @@ type AutoResearchSpec struct {
 	// every candidate the evaluation judges improved, and a candidate whose
 	// holdout value is worse than the best's by more than the tolerance is
 	// overfit and rolled back. Its command, data and output stay out of the
-	// Researcher's reach; only the verdict says overfit. Local runs only,
-	// for now.
+	// Researcher's reach; only the verdict says overfit. On a cluster it
+	// needs volume, which only the holdout's own pod mounts.
 	// +optional
 	Holdout *HoldoutSpec `json:"holdout,omitempty"`
 
@@ -459,11 +460,12 @@ type EvalSpec struct {
 
 // HoldoutSpec is the hidden holdout evaluation.
 // +kubebuilder:validation:XValidation:rule="self.dir.startsWith('/')",message="dir must be an absolute path outside the repository"
+// +kubebuilder:validation:XValidation:rule="!has(self.volume) || (self.dir.matches('^(/[A-Za-z0-9_][A-Za-z0-9._-]*)+$') && !['/workspace', '/autoresearch-tools', '/autoresearch-holdout', '/etc/autoresearch', '/etc/autoresearch-hashes', '/home/autoresearch', '/dev', '/proc', '/sys'].exists(p, self.dir == p || self.dir.startsWith(p + '/') || p.startsWith(self.dir + '/')))",message="with a volume, dir is where the holdout's pod mounts it: a clean absolute path such as /holdout, not at, under or above /workspace, /autoresearch-tools, /autoresearch-holdout, /etc/autoresearch, /etc/autoresearch-hashes, /home/autoresearch, /dev, /proc or /sys, which the pod uses itself",fieldPath=".dir"
 type HoldoutSpec struct {
 	// command is the holdout evaluation, run with `sh -c` in a fresh
 	// checkout of the candidate with training's outputs, as eval.command
 	// is; AUTORESEARCH_HOLDOUT_DIR names dir. Only the supervisor reads its
-	// output.
+	// output; on a cluster the output stays in the holdout pod's log.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
@@ -490,16 +492,42 @@ type HoldoutSpec struct {
 	Tolerance NonNegativeDecimal `json:"tolerance,omitempty"`
 
 	// dir is an absolute path outside the repository holding the holdout
-	// command's files and data; the supervisor keeps the holdout's logs and
-	// values there too. No other step is told it.
+	// command's files and data; locally the supervisor keeps the holdout's
+	// logs and values there too. On a cluster it is where volume is
+	// mounted, read-only, in the holdout's pod. No other step is told it.
 	// +kubebuilder:validation:MinLength=2
 	// +kubebuilder:validation:MaxLength=4096
 	// +required
 	Dir string `json:"dir,omitempty"`
 
+	// volume holds the holdout's command files and data on a cluster: a
+	// ConfigMap, a Secret or a PersistentVolumeClaim, mounted read-only at
+	// dir in the holdout's pod and in no other. Required on a cluster;
+	// `autoresearch run` reads dir on the machine and ignores it.
+	// +optional
+	Volume *HoldoutVolume `json:"volume,omitempty"`
+
 	// timeout bounds the holdout evaluation; defaults to eval's.
 	// +optional
 	Timeout *Duration `json:"timeout,omitempty"`
+}
+
+// HoldoutVolume is where the hidden holdout's files come from on a
+// cluster: exactly one of a ConfigMap, a Secret or a claim.
+// +kubebuilder:validation:XValidation:rule="[has(self.configMap), has(self.secret), has(self.persistentVolumeClaim)].filter(x, x).size() == 1",message="set exactly one of configMap, secret and persistentVolumeClaim"
+type HoldoutVolume struct {
+	// configMap holds the holdout's files as keys, such as holdout.sh and
+	// holdout.csv.
+	// +optional
+	ConfigMap *corev1.ConfigMapVolumeSource `json:"configMap,omitempty"`
+	// secret holds them as a Secret's keys.
+	// +optional
+	Secret *corev1.SecretVolumeSource `json:"secret,omitempty"`
+	// persistentVolumeClaim holds them on a claim, mounted read-only
+	// whatever its readOnly says. It may not be the experiment's
+	// workspace, which every Researcher mounts.
+	// +optional
+	PersistentVolumeClaim *corev1.PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
 }
 
 // EvalConstraint is a limit on one reading of the evaluation's output.
@@ -945,7 +973,8 @@ type AutoResearchStatus struct {
 	Workspace *WorkspaceStatus `json:"workspace,omitempty"`
 
 	// holdout is the hidden holdout's trend, for the user only: no prompt,
-	// ledger or history holds it. Local runs keep it in spec.holdout.dir.
+	// ledger or history holds it, and on a cluster no Researcher can read
+	// the status. Local runs keep it in spec.holdout.dir.
 	// +optional
 	Holdout *HoldoutStatus `json:"holdout,omitempty"`
 

@@ -25,9 +25,10 @@ type PodTemplate struct {
 }
 
 // ReservedMountPaths are where the operator mounts the workspace, the
-// sealed code, its tools, the prompt and the fixed files' hashes. A
-// template may mount nothing at or under them, nor above them.
-var ReservedMountPaths = []string{"/workspace", "/autoresearch-tools", "/etc/autoresearch", "/etc/autoresearch-hashes", "/dev/termination-log"}
+// sealed code, its tools, the holdout's scratch space, the prompt and the fixed
+// files' hashes. A template may mount nothing at or under them, nor above
+// them.
+var ReservedMountPaths = []string{"/workspace", "/autoresearch-tools", "/autoresearch-holdout", "/etc/autoresearch", "/etc/autoresearch-hashes", "/dev/termination-log"}
 
 // Decode returns the template as a pod template, refusing unknown fields.
 func (t *PodTemplate) Decode() (*corev1.PodTemplateSpec, error) {

@@ -99,6 +99,10 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	errs = append(errs, validatePodTemplate(p.Child("eval", "podTemplate"), s.Eval.PodTemplate, "eval", false)...)
 	errs = append(errs, s.Eval.validate(p.Child("eval"))...)
 	errs = append(errs, s.Holdout.validate(p.Child("holdout"))...)
+	if h := s.Holdout; h != nil && h.Volume != nil && h.Volume.PersistentVolumeClaim != nil && s.Source.PVC != nil && h.Volume.PersistentVolumeClaim.ClaimName == s.Source.PVC.ClaimName {
+		errs = append(errs, field.Invalid(p.Child("holdout", "volume", "persistentVolumeClaim", "claimName"), h.Volume.PersistentVolumeClaim.ClaimName,
+			"the holdout's claim may not be the workspace claim, which every Researcher mounts: keep the holdout's data on a claim of its own"))
+	}
 	if s.Profile != nil {
 		required(p.Child("profile", "command"), s.Profile.Command, "give the command that profiles the training code")
 		if s.Profile.ExpectedRuntime != nil {
@@ -264,6 +268,37 @@ func (h *HoldoutSpec) validate(p *field.Path) field.ErrorList {
 	}
 	if h.Timeout != nil {
 		errs = append(errs, h.Timeout.Validate(p.Child("timeout"))...)
+	}
+	return append(errs, h.validateVolume(p)...)
+}
+
+// holdoutReservedDirs are the paths the holdout's pod uses itself; its
+// volume may not be mounted at or under one.
+var holdoutReservedDirs = append(slices.Clone(ReservedMountPaths), "/home/autoresearch", "/dev", "/proc", "/sys")
+
+// holdoutMountDirRE is a clean absolute path: no empty, "." or ".."
+// segment, no trailing slash.
+var holdoutMountDirRE = regexp.MustCompile(`^(/[A-Za-z0-9_][A-Za-z0-9._-]*)+$`)
+
+func (h *HoldoutSpec) validateVolume(p *field.Path) field.ErrorList {
+	v := h.Volume
+	if v == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	set := 0
+	for _, ok := range []bool{v.ConfigMap != nil, v.Secret != nil, v.PersistentVolumeClaim != nil} {
+		if ok {
+			set++
+		}
+	}
+	if set != 1 {
+		errs = append(errs, field.Invalid(p.Child("volume"), "", "set exactly one of configMap, secret and persistentVolumeClaim"))
+	}
+	reserved := slices.ContainsFunc(holdoutReservedDirs, func(r string) bool { return MountPathsOverlap(h.Dir, r) })
+	if !holdoutMountDirRE.MatchString(h.Dir) || reserved {
+		errs = append(errs, field.Invalid(p.Child("dir"), h.Dir, "with a volume, dir is where the holdout's pod mounts it: a clean absolute path such as /holdout, not at, under or above "+
+			"/workspace, /autoresearch-tools, /autoresearch-holdout, /etc/autoresearch, /etc/autoresearch-hashes, /home/autoresearch, /dev, /proc or /sys, which the pod uses itself"))
 	}
 	return errs
 }

@@ -43,7 +43,7 @@ type execFlags struct {
 func newExecCommand() *cobra.Command {
 	var f execFlags
 	cmd := &cobra.Command{
-		Use:   "exec --step train|eval|parity --round N --workdir DIR [flags] [-- COMMAND [ARGS...]]",
+		Use:   "exec --step train|eval|holdout|parity --round N --workdir DIR [flags] [-- COMMAND [ARGS...]]",
 		Short: "Run one step in a user's image: a training or evaluation command, or the kernel parity check; keep its log and write its result as the termination message",
 		Long: `The step wrapper of the operator's train and eval Jobs and compliance pods.
 
@@ -55,13 +55,17 @@ log. eval first verifies the fixed files' hashes and does not run a changed
 evaluation. exec exits with the command's exit code, so that the Job's
 status is honest, and writes the result either way.
 
+holdout runs the hidden holdout evaluation as eval runs an evaluation, but
+its result holds only the metric and how the command ended, never its
+output.
+
 parity runs the kernel parity check of --targets in --workdir and completes
 the compliance result of ` + "`workspace check`" + ` given with --compliance.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			switch f.step {
-			case steps.StepTrain, steps.StepEval:
+			case steps.StepTrain, steps.StepEval, steps.StepHoldout:
 				return f.runCommand(ctx, cmd, args)
 			case steps.StepParity:
 				if len(args) > 0 {
@@ -69,11 +73,11 @@ the compliance result of ` + "`workspace check`" + ` given with --compliance.`,
 				}
 				return f.runParity(ctx)
 			}
-			return fmt.Errorf("--step must be %s, %s or %s, got %q", steps.StepTrain, steps.StepEval, steps.StepParity, f.step)
+			return fmt.Errorf("--step must be %s, %s, %s or %s, got %q", steps.StepTrain, steps.StepEval, steps.StepHoldout, steps.StepParity, f.step)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.step, "step", "", "train, eval or parity")
+	fl.StringVar(&f.step, "step", "", "train, eval, holdout or parity")
 	fl.Int32Var(&f.round, "round", 0, "the round, passed on as AUTORESEARCH_ROUND")
 	fl.StringVar(&f.workdir, "workdir", ".", "the experiment directory in the worktree")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop the command after this long (train and eval)")
@@ -132,6 +136,11 @@ func (f *execFlags) runCommand(ctx context.Context, cmd *cobra.Command, args []s
 	// Results come from the output as read from the pipe, never from the
 	// log file, which any process of the step could write.
 	pr := steps.ProcessResult{ExitCode: exit.ExitCode, DurationMS: exit.Duration.Milliseconds(), TimedOut: exit.TimedOut, Tail: exit.Tail}
+	if f.step == steps.StepHoldout {
+		// The holdout's output is the user's alone: it stays in the pod's
+		// log, and the pod's status holds none of it.
+		pr.Tail = ""
+	}
 	var res any
 	if f.step == steps.StepTrain {
 		r := supervisor.ReadTrainLog(output)

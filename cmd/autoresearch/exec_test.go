@@ -182,6 +182,43 @@ func TestExecEval(t *testing.T) {
 	}
 }
 
+// TestExecHoldout: the holdout's result holds its metric and how it
+// ended, and nothing of what it printed, which an evaluation's tail would.
+func TestExecHoldout(t *testing.T) {
+	for name, tc := range map[string]struct {
+		command string
+		want    steps.EvalResult
+	}{
+		"metric found": {command: "echo holdout rows 0.25; echo 'val_score: 0.5'", want: steps.EvalResult{Found: true, Value: "0.5"}},
+		"failed":       {command: "echo holdout rows 0.25; exit 3", want: steps.EvalResult{ProcessResult: steps.ProcessResult{ExitCode: 3}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := steps.ExecOptions{
+				Step: steps.StepHoldout, Round: 1, Workdir: dir, Timeout: time.Minute, Metric: "val_score",
+				LogPath: filepath.Join(dir, "holdout.log"), ResultPath: filepath.Join(dir, "result.json"),
+				Command: []string{"sh", "-c", tc.command},
+			}
+			out, err := runStep(t, steps.ExecArgs(steps.Binary, o))
+			if (err != nil) != (tc.want.ExitCode != 0) {
+				t.Fatalf("exec: %v\n%s", err, out)
+			}
+			data, err := os.ReadFile(o.ResultPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(data), "holdout rows") {
+				t.Errorf("the holdout's result %s holds its output", data)
+			}
+			var got steps.EvalResult
+			decodeResult(t, o.ResultPath, &got)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(steps.ProcessResult{}, "DurationMS")); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestExecParity(t *testing.T) {
 	dir := t.TempDir()
 	python := filepath.Join(dir, "python")
@@ -235,7 +272,7 @@ func TestExecRejects(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"unknown step":         {[]string{"exec", "--step=lint", "--result=" + result, "--", "true"}, `--step must be train, eval or parity, got "lint"`},
+		"unknown step":         {[]string{"exec", "--step=lint", "--result=" + result, "--", "true"}, `--step must be train, eval, holdout or parity, got "lint"`},
 		"no command":           {[]string{"exec", "--step=train", "--timeout=1m", "--result=" + result}, "no command to run"},
 		"no timeout":           {[]string{"exec", "--step=eval", "--result=" + result, "--", "true"}, "--timeout must be positive"},
 		"a command for parity": {[]string{"exec", "--step=parity", "--result=" + result, "--", "true"}, "the parity step runs no command"},

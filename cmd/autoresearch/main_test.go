@@ -135,6 +135,34 @@ func TestRunStatusNote(t *testing.T) {
 	}
 }
 
+// TestReportOfAHoldoutStaysOutOfTheWorktree: the report shows the hidden
+// holdout's trend, so by default it goes to the holdout's directory, not
+// to the state directory in the worktree, where a Researcher reads.
+func TestReportOfAHoldoutStaysOutOfTheWorktree(t *testing.T) {
+	hidden := filepath.Join(t.TempDir(), "hidden")
+	writeTestFiles(t, hidden, map[string]string{"holdout.sh": "#!/bin/sh\necho \"score: $(cat out.txt).5\"\n"})
+	repo := toyRepo(t, "  holdout: {command: 'sh \"$AUTORESEARCH_HOLDOUT_DIR/holdout.sh\"', dir: "+hidden+"}\n")
+	testGit(t, repo, "rm", "-q", "--cached", "experiment.yaml")
+	writeTestFiles(t, repo, map[string]string{".gitignore": "out.txt\nexperiment.yaml\n"})
+	testGit(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qam", "untrack the experiment")
+	file := filepath.Join(repo, "experiment.yaml")
+	wt := filepath.Join(filepath.Dir(repo), "wt")
+	if out, err := execute(t, "run", "-f", file, "--worktree", wt); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	out, err := execute(t, "report", "-f", file, "--worktree", wt)
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	md := gittest.ReadFile(t, filepath.Join(hidden, ".autoresearch", "toy", "report", "report.md"))
+	if !strings.Contains(md, "| 1 | improved | 20 | 20 | 20.5 |") {
+		t.Errorf("report.md does not show the holdout's value:\n%s", md)
+	}
+	if _, err := os.Stat(filepath.Join(wt, ".autoresearch", "report")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the report went into the worktree too: %v", err)
+	}
+}
+
 func TestCommandsExplainTheirMistakes(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "experiment.yaml")
 	cases := map[string]struct {

@@ -39,6 +39,12 @@ func newReportCommand() *cobra.Command {
 			})
 			if dir == "" {
 				dir = filepath.Join(x.StateDir(), "report")
+				if h := x.HoldoutStateDir(); h != "" {
+					// The report shows the hidden holdout's trend, which no
+					// Researcher may read: it goes with the holdout's state,
+					// out of the worktree.
+					dir = filepath.Join(h, "report")
+				}
 			}
 			paths, err := r.Write(dir)
 			if err != nil {
@@ -52,6 +58,6 @@ func newReportCommand() *cobra.Command {
 		},
 	}
 	flags.register(cmd)
-	cmd.Flags().StringVarP(&dir, "output-dir", "o", "", "the directory to write the report into (default: .autoresearch/report in the experiment's worktree)")
+	cmd.Flags().StringVarP(&dir, "output-dir", "o", "", "the directory to write the report into (default: .autoresearch/report in the experiment's worktree; with a hidden holdout, .autoresearch/<name>/report in holdout.dir)")
 	return cmd
 }

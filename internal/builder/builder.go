@@ -332,6 +332,31 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"bad holdout tolerance": {func(s *spec) {
 			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/holdout", Tolerance: "-1"}
 		}, "spec.holdout.tolerance", nonNegative},
+		"holdout volume of two kinds": {func(s *spec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/holdout", Volume: &v1alpha1.HoldoutVolume{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "holdout"}},
+				Secret:    &corev1.SecretVolumeSource{SecretName: "holdout"},
+			}}
+		}, "spec.holdout.volume", "set exactly one of configMap, secret and persistentVolumeClaim"},
+		"empty holdout volume": {func(s *spec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/holdout", Volume: &v1alpha1.HoldoutVolume{}}
+		}, "spec.holdout.volume", "set exactly one of configMap, secret and persistentVolumeClaim"},
+		"holdout volume over the workspace": {func(s *spec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/workspace/holdout", Volume: &v1alpha1.HoldoutVolume{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "holdout"}},
+			}}
+		}, "spec.holdout.dir", "with a volume, dir is where the holdout's pod mounts it"},
+		"holdout volume at an unclean dir": {func(s *spec) {
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/../workspace", Volume: &v1alpha1.HoldoutVolume{
+				Secret: &corev1.SecretVolumeSource{SecretName: "holdout"},
+			}}
+		}, "spec.holdout.dir", "with a volume, dir is where the holdout's pod mounts it"},
+		"holdout on the workspace claim": {func(s *spec) {
+			s.Source = v1alpha1.SourceSpec{PVC: &v1alpha1.PVCSource{ClaimName: "data"}}
+			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/holdout", Volume: &v1alpha1.HoldoutVolume{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"},
+			}}
+		}, "spec.holdout.volume.persistentVolumeClaim.claimName", "the holdout's claim may not be the workspace claim"},
 		"bad holdout metric": {func(s *spec) {
 			s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/holdout", Metric: "a b"}
 		}, "spec.holdout.metric", "must be the name the holdout command prints its metric under, such as val_bpb"},

@@ -36,8 +36,8 @@ img { max-width: 100%; }
 <img alt="{{.R.Metric}} per round" src="{{.Plot}}">
 <h2>Rounds</h2>
 <table>
-<tr><th>Round</th><th>Verdict</th><th>{{.R.Metric}}</th><th>Best so far</th><th>Strategy</th><th>Insight</th></tr>{{range .R.Rounds}}
-<tr{{if .Kept}} class="kept"{{end}}><td>{{.Round}}</td><td>{{.Verdict}}</td><td>{{dash .Value}}</td><td>{{dash .BestSoFar}}</td><td>{{dash .Strategy}}</td><td>{{dash .Insight}}</td></tr>{{end}}
+<tr><th>Round</th><th>Verdict</th><th>{{.R.Metric}}</th><th>Best so far</th>{{if .R.HoldoutMetric}}<th>Holdout {{.R.HoldoutMetric}}</th>{{end}}<th>Strategy</th><th>Insight</th></tr>{{range .R.Rounds}}
+<tr{{if .Kept}} class="kept"{{end}}><td>{{.Round}}</td><td>{{.Verdict}}</td><td>{{dash .Value}}</td><td>{{dash .BestSoFar}}</td>{{if $.R.HoldoutMetric}}<td>{{dash .Holdout}}</td>{{end}}<td>{{dash .Strategy}}</td><td>{{dash .Insight}}</td></tr>{{end}}
 </table>
 <h2>Kept changes</h2>{{range .R.Rounds}}{{if .Kept}}
 <h3>Round {{.Round}}: {{line .Strategy}}</h3>

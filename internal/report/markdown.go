@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
@@ -22,9 +23,17 @@ func (r Report) Markdown(plot string) string {
 	fmt.Fprintf(b, "\n![%s per round](%s)\n\n", r.Metric, plot)
 
 	b.WriteString("## Rounds\n\n")
-	fmt.Fprintf(b, "| Round | Verdict | %s | Best so far | Strategy | Insight |\n|---|---|---|---|---|---|\n", r.Metric)
+	if r.HoldoutMetric == "" {
+		fmt.Fprintf(b, "| Round | Verdict | %s | Best so far | Strategy | Insight |\n|---|---|---|---|---|---|\n", r.Metric)
+	} else {
+		fmt.Fprintf(b, "| Round | Verdict | %s | Best so far | Holdout %s | Strategy | Insight |\n|---|---|---|---|---|---|---|\n", r.Metric, r.HoldoutMetric)
+	}
 	for _, rd := range r.Rounds {
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s |\n", rd.Round, cell(rd.Verdict), cell(rd.Value), cell(rd.BestSoFar), cell(rd.Strategy), cell(rd.Insight))
+		holdout := ""
+		if r.HoldoutMetric != "" {
+			holdout = " " + cell(rd.Holdout) + " |"
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s |%s %s | %s |\n", rd.Round, cell(rd.Verdict), cell(rd.Value), cell(rd.BestSoFar), holdout, cell(rd.Strategy), cell(rd.Insight))
 	}
 
 	b.WriteString("\n## Kept changes\n")
@@ -87,6 +96,10 @@ func (r Report) outcome() []string {
 	}
 	if r.Target != "" {
 		lines = append(lines, fmt.Sprintf("Target: %s = %s", r.Metric, r.Target))
+	}
+	if h := r.Holdout; h != nil && h.Best != "" {
+		lines = append(lines, fmt.Sprintf("Hidden holdout: %s = %s for the best code (round %d); %d candidates overfit",
+			r.HoldoutMetric, h.Best, h.BestRound, r.VerdictCounts[v1alpha1.VerdictOverfit]))
 	}
 	lines = append(lines, fmt.Sprintf("Rounds: %d / %d", r.CompletedRounds, r.MaxRounds))
 	state := string(r.Phase)

@@ -48,6 +48,10 @@ type Report struct {
 	Guidance        []string                   `json:"guidance,omitempty"`
 	Rounds          []Round                    `json:"rounds"`
 	CurrentRound    *v1alpha1.RoundStatus      `json:"currentRound,omitempty"`
+	// HoldoutMetric names the hidden holdout's value, and Holdout is its
+	// trend, for the user only; both are empty without a holdout.
+	HoldoutMetric string                  `json:"holdoutMetric,omitempty"`
+	Holdout       *v1alpha1.HoldoutStatus `json:"holdout,omitempty"`
 }
 
 // Round is one finished round: its ledger row, and what the status
@@ -70,6 +74,9 @@ type Round struct {
 	CompletionTime *metav1.Time            `json:"completionTime,omitempty"`
 	// Diff is a kept round's change to the variable files.
 	Diff string `json:"diff,omitempty"`
+	// Holdout is the hidden holdout's value of the round, where it was
+	// measured and status.holdout still holds it.
+	Holdout string `json:"holdout,omitempty"`
 }
 
 // Build assembles the report from its input.
@@ -101,6 +108,13 @@ func Build(in Input) Report {
 	if st.Baseline != nil && st.Best != nil {
 		r.Improvement = metric.Improvement(st.Baseline.Value, st.Best.Value)
 	}
+	holdout := map[int32]string{}
+	if st.Holdout != nil && s.Holdout != nil {
+		r.HoldoutMetric, r.Holdout = s.HoldoutMetric(), st.Holdout
+		for _, h := range st.Holdout.Readings {
+			holdout[h.Round] = h.Value
+		}
+	}
 	history := map[int32]v1alpha1.RoundRecord{}
 	for _, h := range st.History {
 		history[h.Round] = h
@@ -113,7 +127,7 @@ func Build(in Input) Report {
 		n := int32(row.Round)
 		rd := Round{
 			Round: n, Verdict: row.Verdict, Compliance: row.Compliance, Value: resultValue(row.Result),
-			Strategy: row.Strategy, Insight: row.Insight, Note: row.Note,
+			Strategy: row.Strategy, Insight: row.Insight, Note: row.Note, Holdout: holdout[n],
 		}
 		if h, ok := history[n]; ok {
 			if h.Value != "" {

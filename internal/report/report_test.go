@@ -49,6 +49,7 @@ func sample() Input {
 			Target:           "1.0",
 			Eval:             v1alpha1.EvalSpec{Metric: "val_bpb", Direction: v1alpha1.DirectionMinimize},
 			Guidance:         []string{"prefer small changes"},
+			Holdout:          &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Metric: "holdout_bpb", Dir: "/srv/holdout"},
 		},
 		Status: v1alpha1.AutoResearchStatus{
 			Phase:           v1alpha1.PhaseSucceeded,
@@ -66,6 +67,12 @@ func sample() Input {
 			},
 			VerdictCounts: map[v1alpha1.Verdict]int32{v1alpha1.VerdictImproved: 3, v1alpha1.VerdictNotImproved: 1, v1alpha1.VerdictTrainFailed: 1, v1alpha1.VerdictComplianceFailed: 1},
 			Usage:         v1alpha1.Usage{GPUSeconds: 28, ResearcherSeconds: 3, InputTokens: 1200, OutputTokens: 340, Cost: "0.42"},
+			Holdout: &v1alpha1.HoldoutStatus{Best: "1.31", BestRound: 6, Readings: []v1alpha1.HoldoutReading{
+				{Round: 0, Value: "3.2", Verdict: v1alpha1.VerdictBaseline},
+				{Round: 1, Value: "2.25", Verdict: v1alpha1.VerdictImproved},
+				{Round: 5, Value: "1.8", Verdict: v1alpha1.VerdictImproved},
+				{Round: 6, Value: "1.31", Verdict: v1alpha1.VerdictImproved},
+			}},
 		},
 		Ledger: workspace.Ledger{Metric: "val_bpb", Rows: rows},
 		Notes:  []string{"keep eval honest"},

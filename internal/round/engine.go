@@ -21,8 +21,8 @@ type Input struct {
 	Observation Observation
 	Now         time.Time
 	// Unsupported lists what of the spec this adapter cannot run (the
-	// operator: spec.holdout); an experiment that needs it fails before
-	// anything runs.
+	// operator: spec.holdout without a volume); an experiment that needs
+	// it fails before anything runs.
 	Unsupported field.ErrorList
 }
 

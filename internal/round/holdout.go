@@ -102,9 +102,9 @@ func holdoutFailure(r HoldoutResult, name string) string {
 	case r.Exit.TimedOut:
 		return fmt.Sprintf("the hidden holdout evaluation timed out after %s", r.Exit.Duration)
 	case r.Exit.ExitCode != 0:
-		return fmt.Sprintf("the hidden holdout evaluation exited with code %d (its log is in spec.holdout.dir)", r.Exit.ExitCode)
+		return fmt.Sprintf("the hidden holdout evaluation exited with code %d (its log is in spec.holdout.dir, or on a cluster the holdout pod's)", r.Exit.ExitCode)
 	case !r.Found:
-		return fmt.Sprintf("the hidden holdout evaluation printed no %s (its log is in spec.holdout.dir)", name)
+		return fmt.Sprintf("the hidden holdout evaluation printed no %s (its log is in spec.holdout.dir, or on a cluster the holdout pod's)", name)
 	default:
 		return fmt.Sprintf("the hidden holdout evaluation printed %s=%s, which is not a finite number", name, r.Value)
 	}

@@ -65,6 +65,9 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
     metric: holdout_score
     tolerance: "0.5"
     dir: `+hidden+`
+    volume:
+      configMap:
+        name: holdout-files
 `))
 	// The experiment file names the holdout: it stays out of git.
 	git(t, repo, "rm", "-q", "--cached", "experiment.yaml")
@@ -78,6 +81,10 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 
 	if st.Phase != v1alpha1.PhaseSucceeded {
 		t.Fatalf("phase %s (%s), want Succeeded\n%s", st.Phase, st.Message, out)
+	}
+	// The cluster's volume means nothing here, and the runner says so.
+	if !strings.Contains(out, "the local runner ignores it and reads them from holdout.dir") {
+		t.Errorf("the run does not say that it ignores holdout.volume:\n%s", out)
 	}
 	want := []string{"0:baseline", "1:improved", "2:overfit", "3:improved"}
 	if diff := cmp.Diff(want, verdicts(ledger(t, x))); diff != "" {
@@ -112,40 +119,9 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 		}
 	}
 	secrets := []string{"918273", "HOLDOUT-ROWS-5b2e", "hidden-holdout-q9", "holdout.sh", "scoring"}
-	var scanned int
-	scan := func(root string) {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			for _, s := range secrets {
-				if strings.Contains(path, s) {
-					t.Errorf("the path %s names the holdout (%q)", path, s)
-				}
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			scanned++
-			for _, s := range secrets {
-				if bytes.Contains(data, []byte(s)) {
-					t.Errorf("%s holds %q", path, s)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The worktree holds the supervisor's state, the ledger, the logs, the
 	// steps' checkouts and what the Researcher wrote.
-	scan(x.Worktree)
-	if scanned < 20 {
+	if scanned := scanForSecrets(t, x.Worktree, secrets); scanned < 20 {
 		t.Errorf("scanned only %d files", scanned)
 	}
 	// Without read-only mounts, a step can read the user's experiment file
@@ -159,4 +135,39 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 	if log := readFile(t, filepath.Join(x.HoldoutStateDir(), "r2.log")); !strings.Contains(log, "holdout_score: 1.918273") {
 		t.Errorf("the holdout's log %q", log)
 	}
+}
+
+// scanForSecrets reports every file under root whose path or content holds
+// one of secrets, and returns how many files it read.
+func scanForSecrets(t *testing.T, root string, secrets []string) int {
+	t.Helper()
+	var scanned int
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		for _, s := range secrets {
+			if strings.Contains(path, s) {
+				t.Errorf("the path %s names the holdout (%q)", path, s)
+			}
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		scanned++
+		for _, s := range secrets {
+			if bytes.Contains(data, []byte(s)) {
+				t.Errorf("%s holds %q", path, s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scanned
 }

@@ -128,6 +128,9 @@ func (l *Local) run(ctx context.Context) error {
 	if s := l.spec; s.Train.PodTemplate != nil || s.Eval.PodTemplate != nil || s.Researcher.PodTemplate != nil || s.Train.Shm != nil {
 		l.out.warn("podTemplate and train.shm shape pods in a cluster; the local runner ignores them")
 	}
+	if h := l.spec.Holdout; h != nil && h.Volume != nil {
+		l.out.warn("holdout.volume brings the holdout's files to its pod on a cluster; the local runner ignores it and reads them from holdout.dir on this machine")
+	}
 	for {
 		stopping := l.stopRequested()
 		out, err := l.next(obs, stopping)

@@ -19,6 +19,9 @@ const (
 	StepTrain  = "train"
 	StepEval   = "eval"
 	StepParity = "parity"
+	// StepHoldout runs the hidden holdout evaluation as eval runs an
+	// evaluation, but its result carries no tail of the output.
+	StepHoldout = "holdout"
 )
 
 // Git steps of `autoresearch workspace`.
@@ -54,7 +57,7 @@ func (w Worktree) args() []string {
 // ExecOptions are the flags of `autoresearch exec`, the step wrapper that
 // runs a user command in a user's image.
 type ExecOptions struct {
-	// Step is StepTrain, StepEval or StepParity.
+	// Step is StepTrain, StepEval, StepHoldout or StepParity.
 	Step  string
 	Round int32
 	// Workdir is the experiment directory the command runs in.
