@@ -46,6 +46,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"forge-results":         v1alpha1.VerdictComplianceFailed,
 	"fsmonitor":             v1alpha1.VerdictComplianceFailed,
 	"gitignore-hide":        v1alpha1.VerdictComplianceFailed,
+	"gitlink-redirect":      v1alpha1.VerdictComplianceFailed,
 	"gitmodules":            v1alpha1.VerdictComplianceFailed,
 	"go-env-write":          v1alpha1.VerdictNotImproved,
 	"go-init-helper":        v1alpha1.VerdictComplianceFailed,
