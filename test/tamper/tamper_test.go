@@ -64,6 +64,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"planted-output":        v1alpha1.VerdictEvalFailed,
 	"python-startup":        v1alpha1.VerdictComplianceFailed,
 	"replace-object":        v1alpha1.VerdictComplianceFailed,
+	"researcher-lingers":    v1alpha1.VerdictNotImproved,
 	"researcher-commit":     v1alpha1.VerdictComplianceFailed,
 	"setsid-edit-eval":      v1alpha1.VerdictNotImproved,
 	"skip-worktree-eval":    v1alpha1.VerdictComplianceFailed,
