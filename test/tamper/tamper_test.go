@@ -10,6 +10,7 @@ package tamper
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,17 +129,8 @@ func runAttack(t *testing.T, script string, want v1alpha1.Verdict) {
 	t.Setenv("GOENV", goEnv)
 	t.Setenv("GOFLAGS", "")
 	repo := filepath.Join(dir, "repo")
-	gittest.WriteFiles(t, repo, map[string]string{
-		// The steps are a fixed region: the Researcher tunes SCORE only.
-		"train.sh": "#!/bin/sh\n# autoresearch:fixed-begin training budget\nSTEPS=100\n# autoresearch:fixed-end\nSCORE=10\necho $SCORE > out.txt\n",
-		// The fixed evaluation reads the Go environment, as go run does,
-		// and runs a fixed Go program that prints the score.
-		"eval.sh":             "#!/bin/sh\ncase \"$(go env GOFLAGS 2>/dev/null)\" in *pwned*) echo 'score: 99'; exit ;; esac\nexec go run ./check \"$(cat out.txt)\"\n",
-		"go.mod":              "module example.com/toy\n\ngo 1.21\n",
-		"check/main.go":       "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc main() { fmt.Printf(\"score: %s\\n\", os.Args[1]) }\n",
-		"golden/expected.txt": "10\n",
-		".gitignore":          "out.txt\ngo.work\n",
-		"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
+	files := maps.Clone(Toy)
+	files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
 metadata:
   name: toy
@@ -153,12 +145,12 @@ spec:
   researcher:
     command: "sh ` + script + `"
     env: [{name: MARKER, value: "` + marker + `"}]
-`,
-	})
+`
+	gittest.WriteFiles(t, repo, files)
 	gittest.Git(t, repo, "init", "-q", "-b", "main")
 	gittest.Git(t, repo, "add", "-A")
 	gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
-	before := repoGitState(t, repo)
+	before := RepoGitState(t, repo)
 
 	ctx := context.Background()
 	x, err := runner.LoadExperiment(ctx, filepath.Join(repo, "experiment.yaml"), "")
@@ -195,37 +187,13 @@ spec:
 			t.Errorf("the experiment branch holds %s from the attack", f)
 		}
 	}
-	after := repoGitState(t, repo)
+	after := RepoGitState(t, repo)
 	// The supervisor's own refs: the experiment branch and the round's
 	// sealed candidate, when the round got as far as sealing it.
-	after.refs = slices.DeleteFunc(after.refs, func(r string) bool {
+	after.Refs = slices.DeleteFunc(after.Refs, func(r string) bool {
 		return r == "refs/heads/autoresearch/toy" || r == "refs/autoresearch/candidates/toy/r1"
 	})
-	if start != before.main || !slices.Equal(before.refs, after.refs) || before.config != after.config || !slices.Equal(before.hooks, after.hooks) {
+	if start != before.Main || !slices.Equal(before.Refs, after.Refs) || before.Config != after.Config || !slices.Equal(before.Hooks, after.Hooks) {
 		t.Errorf("the user's repository changed:\nbefore %+v\nafter  %+v", before, after)
 	}
-}
-
-// gitState is what of a user's repository an attack must not change.
-type gitState struct {
-	main, config string
-	refs, hooks  []string
-}
-
-func repoGitState(t *testing.T, repo string) gitState {
-	t.Helper()
-	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := gitState{
-		main:   gittest.Git(t, repo, "rev-parse", "refs/heads/main"),
-		config: string(config),
-		refs:   strings.Fields(gittest.Git(t, repo, "for-each-ref", "--format=%(refname)")),
-	}
-	entries, _ := os.ReadDir(filepath.Join(repo, ".git", "hooks"))
-	for _, e := range entries {
-		st.hooks = append(st.hooks, e.Name())
-	}
-	return st
 }
