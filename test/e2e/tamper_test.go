@@ -44,10 +44,7 @@ const tamperName = "tamper"
 // on the test node, whose containers see the host's file system, it would
 // write into the host's root) and the remaining file rules, which the same
 // check judges on both (symlink-helper, gitmodules, fixed-region-unmark).
-var clusterAttacks = []struct {
-	name string
-	want v1alpha1.Verdict
-}{
+var clusterAttacks = []attack{
 	{"no-change", v1alpha1.VerdictNoChange},
 	{"edit-fixed-eval", v1alpha1.VerdictComplianceFailed},
 	{"go-init-helper", v1alpha1.VerdictComplianceFailed},
@@ -60,10 +57,11 @@ var clusterAttacks = []struct {
 	{"forge-results", v1alpha1.VerdictComplianceFailed},
 	// The worktree's .git file is in the Researcher's writable worktree.
 	{"gitlink-redirect", v1alpha1.VerdictComplianceFailed},
-	// The git directory is read-only: nothing is planted.
+	// The git directory is read-only: nothing is planted, and a commit
+	// fails the Researcher.
 	{"hook-post-commit", v1alpha1.VerdictNotImproved},
 	{"new-branch", v1alpha1.VerdictNotImproved},
-	{"researcher-commit", v1alpha1.VerdictNotImproved},
+	{"researcher-commit", v1alpha1.VerdictResearcherFailed},
 	{"go-env-write", v1alpha1.VerdictNotImproved},
 	{"planted-go-work", v1alpha1.VerdictNotImproved},
 	// Detached processes die with their pod.
@@ -76,6 +74,30 @@ var clusterAttacks = []struct {
 	{"planted-output", v1alpha1.VerdictEvalFailed},
 	{"output-symlink", v1alpha1.VerdictEvalFailed},
 	{"train-forges-result", v1alpha1.VerdictTrainFailed},
+}
+
+// attack is an attack and the verdict it must end in.
+type attack struct {
+	name string
+	want v1alpha1.Verdict
+}
+
+// chosenAttacks are clusterAttacks, or those that E2E_ATTACKS names
+// (comma-separated), to try a few quickly.
+func chosenAttacks(t *testing.T) []attack {
+	names := os.Getenv("E2E_ATTACKS")
+	if names == "" {
+		return clusterAttacks
+	}
+	var chosen []attack
+	for _, n := range strings.Split(names, ",") {
+		i := slices.IndexFunc(clusterAttacks, func(a attack) bool { return a.name == n })
+		if i < 0 {
+			t.Fatalf("E2E_ATTACKS names %s, which is not among the cluster's attacks", n)
+		}
+		chosen = append(chosen, clusterAttacks[i])
+	}
+	return chosen
 }
 
 // attackScript is the script of an attack: the cluster's own, or the
@@ -111,8 +133,9 @@ func TestAttacksOnCluster(t *testing.T) {
 	gittest.Git(t, repo, "add", "-A")
 	gittest.Git(t, repo, "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-q", "-m", "toy")
 	userRepo := tamper.RepoGitState(t, repo)
+	attacks := chosenAttacks(t)
 	var plan []string
-	for _, a := range clusterAttacks {
+	for _, a := range attacks {
 		plan = append(plan, attackScript(t, a.name))
 	}
 
@@ -137,7 +160,7 @@ spec:
     env:
     - {name: MARKER, value: %q}
     - {name: PLAN, value: %q}
-`, tamperName, ns, len(clusterAttacks), len(clusterAttacks)+1, repo, marker, strings.Join(plan, " ")), "apply", "-f", "-")
+`, tamperName, ns, len(attacks), len(attacks)+1, repo, marker, strings.Join(plan, " ")), "apply", "-f", "-")
 	defer func() {
 		claim := experimentNamed(t, tamperName).Status.Workspace.ClaimName
 		kubectl(t, "", "delete", "autoresearch", tamperName, "-n", ns, "--wait=true", "--timeout=120s")
@@ -145,37 +168,26 @@ spec:
 			kubectl(t, "", "delete", "pvc", claim, "-n", ns, "--wait=false")
 		}
 	}()
-	eventually(t, fmt.Sprintf("%d attack rounds", len(clusterAttacks)), 40*time.Minute, func() bool {
+	logged := 0
+	eventually(t, fmt.Sprintf("%d attack rounds", len(attacks)), 40*time.Minute, func() bool {
 		ar := experimentNamed(t, tamperName)
+		// Each verdict as it comes, for whoever watches the test.
+		for _, h := range ar.Status.History {
+			if int(h.Round) > logged && int(h.Round) <= len(attacks) {
+				logged = int(h.Round)
+				t.Logf("round %d, %s: %s (%s)", h.Round, attacks[h.Round-1].name, h.Verdict, h.Insight)
+			}
+		}
 		return ar.Status.Phase == v1alpha1.PhaseSucceeded || ar.Status.Phase == v1alpha1.PhaseFailed
 	})
-	t.Logf("%d attack rounds in %s", len(clusterAttacks), time.Since(start).Round(time.Second))
+	t.Logf("%d attack rounds in %s", len(attacks), time.Since(start).Round(time.Second))
 	ar := experimentNamed(t, tamperName)
 	if ar.Status.Phase != v1alpha1.PhaseSucceeded {
 		t.Fatalf("phase %s, want Succeeded: %+v", ar.Status.Phase, ar.Status.Conditions)
 	}
 	t.Logf("time per round:\n%s", roundOverheads(t, tamperName, nil))
 
-	t.Run("each attack ends in its verdict", func(t *testing.T) {
-		got := map[int32]v1alpha1.RoundRecord{}
-		for _, h := range ar.Status.History {
-			got[h.Round] = h
-		}
-		for i, a := range clusterAttacks {
-			h, ok := got[int32(i+1)]
-			if !ok {
-				t.Errorf("round %d (%s) has no verdict", i+1, a.name)
-				continue
-			}
-			if h.Verdict != a.want {
-				t.Errorf("round %d (%s): verdict %s (%s), want %s", i+1, a.name, h.Verdict, h.Insight, a.want)
-			}
-		}
-		if b := ar.Status.Best; b != nil && b.Round != 0 {
-			t.Errorf("status.best is round %d (%s), an attack's: %+v", b.Round, clusterAttacks[b.Round-1].name, b)
-		}
-	})
-
+	t.Run("each attack ends in its verdict", func(t *testing.T) { checkAttackVerdicts(t, ar, attacks) })
 	t.Run("no planted command ran", func(t *testing.T) {
 		if _, err := os.Lstat(marker); err == nil {
 			t.Error("a command an attack planted ran: the operator ran it, or a process outlived its pod")
@@ -184,116 +196,153 @@ spec:
 			t.Errorf("the user's repository changed:\nbefore %+v\nafter  %+v", userRepo, after)
 		}
 	})
-
-	ws := workspaceDir(t, ar.Status.Workspace.ClaimName)
-	gitDir := filepath.Join(ws, "source", ".git")
-	branch := "refs/heads/" + ar.Status.Workspace.Branch
-	wsGit := func(args ...string) string {
-		t.Helper()
-		return gittest.Git(t, ws, append([]string{"--git-dir=" + gitDir}, args...)...)
-	}
-
-	t.Run("the experiment branch holds nothing of any attack", func(t *testing.T) {
-		startCommit := ar.Status.Workspace.StartCommit
-		for _, c := range strings.Fields(wsGit("rev-list", startCommit+".."+branch)) {
-			for _, f := range strings.Fields(wsGit("diff-tree", "--no-commit-id", "--name-only", "-r", c)) {
-				if f != "experiences.md" && f != "results.tsv" {
-					t.Errorf("commit %s of the experiment branch changes %s", c, f)
-				}
-			}
-		}
-		ledger := wsGit("show", branch+":experiences.md") + "\n" + wsGit("show", branch+":results.tsv")
-		t.Logf("the ledger:\n%s", ledger)
-		for _, forged := range []string{"deadbee", "forged", "score = 99"} {
-			if strings.Contains(ledger, forged) {
-				t.Errorf("the ledger holds %q, an attack's forgery", forged)
-			}
-		}
-	})
-
-	t.Run("the workspace repository is the supervisor's", func(t *testing.T) {
-		for _, name := range []string{"info/attributes", "info/grafts", "objects/info/alternates"} {
-			if _, err := os.Lstat(filepath.Join(gitDir, name)); err == nil {
-				t.Errorf("the workspace's git directory has %s", name)
-			}
-		}
-		hooks, _ := os.ReadDir(filepath.Join(gitDir, "hooks"))
-		for _, h := range hooks {
-			if !strings.HasSuffix(h.Name(), ".sample") {
-				t.Errorf("the workspace's git directory has the hook %s", h.Name())
-			}
-		}
-		config, err := os.ReadFile(filepath.Join(gitDir, "config"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, planted := range []string{"filter", "fsmonitor", "hooksPath"} {
-			if bytes.Contains(config, []byte(planted)) {
-				t.Errorf("the workspace's git config has %s:\n%s", planted, config)
-			}
-		}
-		for _, ref := range strings.Fields(wsGit("for-each-ref", "--format=%(refname)")) {
-			if ref != branch && !strings.HasPrefix(ref, "refs/remotes/origin/") && ref != "refs/heads/main" &&
-				!strings.HasPrefix(ref, "refs/autoresearch/candidates/"+tamperName+"/") {
-				t.Errorf("the workspace repository has the ref %s", ref)
-			}
-		}
-	})
-
-	t.Run("the next round's worktree is the branch", func(t *testing.T) {
-		worktree := filepath.Join(ws, "worktree")
-		link, err := os.ReadFile(filepath.Join(worktree, ".git"))
-		if err != nil || !strings.HasPrefix(string(link), "gitdir: /workspace/source/.git/worktrees/") {
-			t.Errorf("the worktree's .git is %q (%v), want the workspace repository's", link, err)
-		}
-		want := map[string]string{}
-		for _, f := range strings.Split(wsGit("ls-tree", "-r", "--name-only", branch), "\n") {
-			want[f] = wsGit("show", branch+":"+f)
-		}
-		got := map[string]string{}
-		err = filepath.WalkDir(worktree, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			rel, _ := filepath.Rel(worktree, p)
-			if rel == ".git" {
-				return nil
-			}
-			if d.Type()&fs.ModeSymlink != 0 {
-				got[rel] = "a symbolic link"
-				return nil
-			}
-			data, err := os.ReadFile(p)
-			got[rel] = strings.TrimSpace(string(data))
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range slices.Sorted(maps.Keys(got)) {
-			if w, ok := want[f]; !ok || w != got[f] {
-				t.Errorf("the worktree has %s as %q, the branch as %q", f, got[f], w)
-			}
-		}
-		for f := range want {
-			if _, ok := got[f]; !ok {
-				t.Errorf("the worktree lacks %s", f)
-			}
-		}
-	})
+	ws := openVolume(t, ar)
+	t.Run("the experiment branch holds nothing of any attack", func(t *testing.T) { checkBranch(t, ws, ar.Status.Workspace.StartCommit) })
+	t.Run("the workspace repository is the supervisor's", func(t *testing.T) { checkWorkspaceRepo(t, ws) })
+	t.Run("the next round's worktree is the branch", func(t *testing.T) { checkWorktree(t, ws) })
 }
 
-// workspaceDir is the directory on this machine of the test node's volume
-// bound to claim.
-func workspaceDir(t *testing.T, claim string) string {
+// checkAttackVerdicts checks that round n ended as attacks[n-1] must, and
+// that no attack's round is the best.
+func checkAttackVerdicts(t *testing.T, ar *v1alpha1.AutoResearch, attacks []attack) {
+	got := map[int32]v1alpha1.RoundRecord{}
+	for _, h := range ar.Status.History {
+		got[h.Round] = h
+	}
+	for i, a := range attacks {
+		h, ok := got[int32(i+1)]
+		if !ok {
+			t.Errorf("round %d (%s) has no verdict", i+1, a.name)
+			continue
+		}
+		if h.Verdict != a.want {
+			t.Errorf("round %d (%s): verdict %s (%s), want %s", i+1, a.name, h.Verdict, h.Insight, a.want)
+		}
+	}
+	if b := ar.Status.Best; b != nil && b.Round != 0 {
+		t.Errorf("status.best is round %d, an attack's: %+v", b.Round, b)
+	}
+}
+
+// volume is an experiment's workspace volume as this machine sees it.
+type volume struct {
+	dir, gitDir, branch string
+}
+
+// openVolume finds the test node's volume bound to the experiment's claim.
+func openVolume(t *testing.T, ar *v1alpha1.AutoResearch) volume {
 	t.Helper()
+	claim := ar.Status.Workspace.ClaimName
 	if claim == "" {
 		t.Fatal("status.workspace.claimName is empty")
 	}
-	volume := kubectl(t, "", "get", "pvc", claim, "-n", ns, "-o", "jsonpath={.spec.volumeName}")
-	dir := kubectl(t, "", "get", "pv", volume, "-o", "jsonpath={.spec.hostPath.path}")
+	pv := kubectl(t, "", "get", "pvc", claim, "-n", ns, "-o", "jsonpath={.spec.volumeName}")
+	dir := kubectl(t, "", "get", "pv", pv, "-o", "jsonpath={.spec.hostPath.path}")
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		t.Fatalf("the workspace volume %q of claim %s is no directory here: %v", dir, claim, err)
 	}
-	return dir
+	return volume{dir: dir, gitDir: filepath.Join(dir, "source", ".git"), branch: "refs/heads/" + ar.Status.Workspace.Branch}
+}
+
+// git runs git on the workspace repository.
+func (v volume) git(t *testing.T, args ...string) string {
+	t.Helper()
+	return gittest.Git(t, v.dir, append([]string{"--git-dir=" + v.gitDir}, args...)...)
+}
+
+// checkBranch checks that every commit of the experiment branch since
+// start changes only the ledger, and that the ledger holds no forgery.
+func checkBranch(t *testing.T, v volume, start string) {
+	for _, c := range strings.Fields(v.git(t, "rev-list", start+".."+v.branch)) {
+		for _, f := range strings.Fields(v.git(t, "diff-tree", "--no-commit-id", "--name-only", "-r", c)) {
+			if f != "experiences.md" && f != "results.tsv" {
+				t.Errorf("commit %s of the experiment branch changes %s", c, f)
+			}
+		}
+	}
+	ledger := v.git(t, "show", v.branch+":experiences.md") + "\n" + v.git(t, "show", v.branch+":results.tsv")
+	t.Logf("the ledger:\n%s", ledger)
+	for _, forged := range []string{"deadbee", "forged", "score = 99"} {
+		if strings.Contains(ledger, forged) {
+			t.Errorf("the ledger holds %q, an attack's forgery", forged)
+		}
+	}
+}
+
+// checkWorkspaceRepo checks that the workspace repository has no git
+// machinery but the clone's and no ref but the supervisor's.
+func checkWorkspaceRepo(t *testing.T, v volume) {
+	for _, name := range []string{"info/attributes", "info/grafts", "objects/info/alternates"} {
+		if _, err := os.Lstat(filepath.Join(v.gitDir, name)); err == nil {
+			t.Errorf("the workspace's git directory has %s", name)
+		}
+	}
+	hooks, _ := os.ReadDir(filepath.Join(v.gitDir, "hooks"))
+	for _, h := range hooks {
+		if !strings.HasSuffix(h.Name(), ".sample") {
+			t.Errorf("the workspace's git directory has the hook %s", h.Name())
+		}
+	}
+	config, err := os.ReadFile(filepath.Join(v.gitDir, "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, planted := range []string{"filter", "fsmonitor", "hooksPath"} {
+		if bytes.Contains(config, []byte(planted)) {
+			t.Errorf("the workspace's git config has %s:\n%s", planted, config)
+		}
+	}
+	for _, ref := range strings.Fields(v.git(t, "for-each-ref", "--format=%(refname)")) {
+		if ref != v.branch && ref != "refs/heads/main" && !strings.HasPrefix(ref, "refs/remotes/origin/") &&
+			!strings.HasPrefix(ref, "refs/autoresearch/candidates/"+tamperName+"/") {
+			t.Errorf("the workspace repository has the ref %s", ref)
+		}
+	}
+}
+
+// checkWorktree checks that the worktree the next round would start from
+// is the experiment branch, file for file, and still names the workspace
+// repository.
+func checkWorktree(t *testing.T, v volume) {
+	worktree := filepath.Join(v.dir, "worktree")
+	link, err := os.ReadFile(filepath.Join(worktree, ".git"))
+	if err != nil || !strings.HasPrefix(string(link), "gitdir: /workspace/source/.git/worktrees/") {
+		t.Errorf("the worktree's .git is %q (%v), want the workspace repository's", link, err)
+	}
+	want := map[string]string{}
+	for _, f := range strings.Split(v.git(t, "ls-tree", "-r", "--name-only", v.branch), "\n") {
+		want[f] = v.git(t, "show", v.branch+":"+f)
+	}
+	got := map[string]string{}
+	err = filepath.WalkDir(worktree, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(worktree, p)
+		switch {
+		case err != nil:
+			return err
+		case rel == ".git":
+		case d.Type()&fs.ModeSymlink != 0:
+			got[rel] = "a symbolic link"
+		default:
+			data, err := os.ReadFile(p)
+			got[rel] = strings.TrimSpace(string(data))
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range slices.Sorted(maps.Keys(got)) {
+		if w, ok := want[f]; !ok || w != got[f] {
+			t.Errorf("the worktree has %s as %q, the branch as %q", f, got[f], w)
+		}
+	}
+	for f := range want {
+		if _, ok := got[f]; !ok {
+			t.Errorf("the worktree lacks %s", f)
+		}
+	}
 }
