@@ -49,6 +49,8 @@ var clusterAttacks = []attack{
 	{"edit-fixed-eval", v1alpha1.VerdictComplianceFailed},
 	{"go-init-helper", v1alpha1.VerdictComplianceFailed},
 	{"fixed-dir-new-file", v1alpha1.VerdictComplianceFailed},
+	// A message longer than the status may hold is cut, not refused.
+	{"flood-violation", v1alpha1.VerdictComplianceFailed},
 	{"fixed-region-edit", v1alpha1.VerdictComplianceFailed},
 	{"python-startup", v1alpha1.VerdictComplianceFailed},
 	{"symlink-variable", v1alpha1.VerdictComplianceFailed},

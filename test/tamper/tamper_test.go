@@ -41,6 +41,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"fixed-dir-new-file":    v1alpha1.VerdictComplianceFailed,
 	"fixed-region-edit":     v1alpha1.VerdictComplianceFailed,
 	"fixed-region-unmark":   v1alpha1.VerdictComplianceFailed,
+	"flood-violation":       v1alpha1.VerdictComplianceFailed,
 	"forge-candidate-ref":   v1alpha1.VerdictComplianceFailed,
 	"forge-ledger-backup":   v1alpha1.VerdictComplianceFailed,
 	"forge-experiences":     v1alpha1.VerdictComplianceFailed,
