@@ -42,6 +42,7 @@ func Next(in Input) Output {
 		unsupported: in.Unsupported,
 	}
 	e.handle(in.Observation)
+	e.fitStatus()
 	e.st.Usage.Budget = budgetLines(e.spec, &e.st)
 	e.st.ObservedGeneration = in.Generation
 	e.refreshConditions(in.Generation)

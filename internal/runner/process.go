@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,7 +82,7 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	if err := os.MkdirAll(filepath.Dir(p.LogPath), 0o755); err != nil {
 		return round.ProcessExit{}, "", err
 	}
-	logFile, err := os.Create(p.LogPath)
+	logFile, err := createLog(p.LogPath)
 	if err != nil {
 		return round.ProcessExit{}, "", err
 	}
@@ -251,4 +252,17 @@ func ShellCommand(argv []string) string {
 		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return "exec " + strings.Join(quoted, " ")
+}
+
+// createLog creates a step's log anew. What is at its path is removed
+// first and the file is created exclusively, so that the log is never
+// written through a symbolic link that an earlier step planted there: on
+// Kubernetes training shares the round's log directory with the
+// evaluation, and a link from eval.log into the evaluation's checkout
+// would have the evaluation's fixed files emptied after they were verified.
+func createLog(path string) (*os.File, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("replacing the log %s: %w", path, err)
+	}
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 }

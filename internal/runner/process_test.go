@@ -155,6 +155,38 @@ func TestOutputIsWhatTheRunnerRead(t *testing.T) {
 	}
 }
 
+// TestTheLogIsNeverWrittenThroughALink plants a symbolic link where the
+// step's log goes, as training can in the round's log directory on a
+// cluster: the file it names keeps its content, and the log is a file of
+// its own.
+func TestTheLogIsNeverWrittenThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	fixed, log := filepath.Join(dir, "fixed.txt"), filepath.Join(dir, "eval.log")
+	if err := os.WriteFile(fixed, []byte("golden\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fixed, log); err != nil {
+		t.Fatal(err)
+	}
+	p := Process{Command: "echo 'val_bpb: 0.9'", Dir: t.TempDir(), Timeout: 10 * time.Second, KillGrace: time.Second, LogPath: log}
+	if _, _, err := p.RunOutput(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(fixed); err != nil || string(data) != "golden\n" {
+		t.Errorf("the file the link named now holds %q (%v), want it unchanged", data, err)
+	}
+	info, err := os.Lstat(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Mode().IsRegular() {
+		t.Fatalf("the log is a %s, want a regular file", info.Mode().Type())
+	}
+	if data, _ := os.ReadFile(log); !strings.HasPrefix(string(data), "val_bpb: 0.9\n") {
+		t.Errorf("the log holds %q, want the step's output", data)
+	}
+}
+
 func TestOutputKeepsItsEnd(t *testing.T) {
 	// 5 MiB of lines, then the metric.
 	output, _ := runStep(t, containAuto, `yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz | head -c 5242880; echo; echo 'val_bpb: 0.9'`, time.Minute)

@@ -32,8 +32,11 @@ type ContainerSpec struct {
 	Env    []string `json:"env"`
 }
 
-// containerCommand returns the command that runs spec in its own mount
-// namespace and process group. self is the agent's own executable.
+// containerCommand returns the command that runs spec in its own mount and
+// PID namespaces and process group. self is the agent's own executable.
+// As in a container runtime, the command is the namespace's first process:
+// when it exits the kernel kills every process it left, also one in a
+// session of its own.
 func containerCommand(self string, spec ContainerSpec) (*exec.Cmd, error) {
 	data, err := json.Marshal(spec)
 	if err != nil {
@@ -42,7 +45,7 @@ func containerCommand(self string, spec ContainerSpec) (*exec.Cmd, error) {
 	cmd := exec.Command(self, InitArg, string(data))
 	// Go makes the new namespace's mounts private before the exec, so the
 	// container's bind mounts never reach the host.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Unshareflags: syscall.CLONE_NEWNS, Setpgid: true}
 	return cmd, nil
 }
 

@@ -3,8 +3,8 @@
 // of the operator on one machine without a container runtime.
 //
 // Images are ignored: the host's userland plays every image. Each container
-// runs in its own private mount namespace (the agent must be root), where
-// its volumes (emptyDir, ConfigMap, Secret, and PersistentVolumeClaims
+// runs in its own private mount and PID namespaces (the agent must be
+// root), where its volumes (emptyDir, ConfigMap, Secret, and PersistentVolumeClaims
 // bound to hostPath or local volumes), its termination-message file and the
 // configured image files are bind-mounted at their container paths, so
 // that the pod sees the paths its spec names. Security contexts are not

@@ -12,7 +12,8 @@ import (
 )
 
 // GitState is what a round must leave of the repository's git machinery as
-// it found it: the configuration, attributes and hooks git reads or runs,
+// it found it: the worktree's .git file, the configuration, attributes and
+// hooks git reads or runs,
 // and every ref but the experiment branch (whose moves compliance judges).
 // A Researcher that plants a hook or a filter command there would have the
 // supervisor run it; one that adds a branch or a tag would leave it in the
@@ -24,6 +25,13 @@ type GitState struct {
 	// Refs maps a ref name to its object.
 	Refs map[string]string `json:"refs"`
 }
+
+// gitLink is the file in a linked worktree that names its git directory.
+// Every git command the supervisor runs in the worktree finds the
+// repository through it, so it is guarded first: pointed at a repository
+// of the Researcher's, it would have the supervisor read that one's
+// configuration and seal, commit and roll back there.
+const gitLink = ".git"
 
 // GitFile is one guarded file.
 type GitFile struct {
@@ -41,6 +49,14 @@ var guardedGitFiles = []string{
 // SnapshotGitState records the repository's git machinery.
 func (w *Workspace) SnapshotGitState(ctx context.Context) (GitState, error) {
 	st := GitState{Files: map[string]GitFile{}, Refs: map[string]string{}}
+	link := filepath.Join(w.Root, gitLink)
+	if info, err := os.Lstat(link); err == nil && info.Mode().IsRegular() {
+		data, err := os.ReadFile(link)
+		if err != nil {
+			return st, err
+		}
+		st.Files[link] = GitFile{Data: data, Mode: info.Mode()}
+	}
 	for _, p := range w.guardedPaths(ctx) {
 		data, err := os.ReadFile(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -70,11 +86,14 @@ func (w *Workspace) SnapshotGitState(ctx context.Context) (GitState, error) {
 // RestoreGitState puts the repository's git machinery back as saved and
 // describes each thing it had to undo; nothing to undo gives nil.
 func (w *Workspace) RestoreGitState(ctx context.Context, saved GitState) ([]string, error) {
+	undone, err := w.restoreGitLink(saved)
+	if err != nil {
+		return undone, err
+	}
 	now, err := w.SnapshotGitState(ctx)
 	if err != nil {
-		return nil, err
+		return undone, err
 	}
-	var undone []string
 	for _, p := range sortedKeys(now.Files) {
 		if _, ok := saved.Files[p]; !ok {
 			undone = append(undone, "added "+w.gitPathName(p))
@@ -114,6 +133,26 @@ func (w *Workspace) RestoreGitState(ctx context.Context, saved GitState) ([]stri
 		}
 	}
 	return undone, nil
+}
+
+// restoreGitLink puts back the worktree's .git file, whatever took its
+// place, before any git command reads it.
+func (w *Workspace) restoreGitLink(saved GitState) ([]string, error) {
+	link := filepath.Join(w.Root, gitLink)
+	f, ok := saved.Files[link]
+	if !ok {
+		return nil, nil
+	}
+	if info, err := os.Lstat(link); err == nil && info.Mode().IsRegular() {
+		if data, err := os.ReadFile(link); err == nil && string(data) == string(f.Data) {
+			return nil, nil
+		}
+	}
+	undone := []string{"changed the worktree's .git file"}
+	if err := os.RemoveAll(link); err != nil {
+		return undone, err
+	}
+	return undone, os.WriteFile(link, f.Data, f.Mode.Perm())
 }
 
 // guardedPaths lists the files SnapshotGitState records: the guarded files

@@ -395,17 +395,31 @@ func TestRestoreGitState(t *testing.T) {
 		t.Fatal(err)
 	}
 	gitT(t, ws.Root, "update-ref", "refs/tags/forged", "HEAD")
+	// A .git of the Researcher's in the worktree, in place of the file
+	// that names the repository: git would read it instead.
+	link := filepath.Join(ws.Root, ".git")
+	gitLink, err := os.ReadFile(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, ws.Root, "init", "-q")
 
 	undone, err := ws.RestoreGitState(ctx, saved)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"added git hook post-commit", "changed git config", "created refs/tags/forged"}
+	want := []string{"changed the worktree's .git file", "added git hook post-commit", "changed git config", "created refs/tags/forged"}
 	if !slices.Equal(undone, want) {
 		t.Errorf("undone %q, want %q", undone, want)
 	}
 	if after, _ := os.ReadFile(config); string(after) != string(before) {
 		t.Errorf("config after the restore:\n%s\nwant:\n%s", after, before)
+	}
+	if after, _ := os.ReadFile(link); string(after) != string(gitLink) {
+		t.Errorf("the worktree's .git after the restore is %q, want %q", after, gitLink)
 	}
 	if again, err := ws.RestoreGitState(ctx, saved); err != nil || again != nil {
 		t.Errorf("a second restore undid %q (%v), want nothing", again, err)

@@ -1,0 +1,42 @@
+package round
+
+import (
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
+)
+
+// The lengths the API allows the status's texts that steps' output fills
+// (api/v1alpha1). A longer one would make the whole status unwritable, and
+// a Researcher could stop the experiment by writing a long Strategy or by
+// causing a long compliance message.
+const (
+	maxTaskLength        = 1024
+	maxStrategyLength    = 4096
+	maxComplianceMessage = 2048
+	maxInsightLength     = 4096
+)
+
+// fitStatus cuts the current round's and the history's texts to what the
+// API allows.
+func (e *engine) fitStatus() {
+	if cr := e.st.CurrentRound; cr != nil {
+		for i := range cr.Tasks {
+			cr.Tasks[i] = text.Truncate(cr.Tasks[i], maxTaskLength)
+		}
+		for i := range cr.Candidates {
+			c := &cr.Candidates[i]
+			c.Strategy = text.Truncate(c.Strategy, maxStrategyLength)
+			c.ComplianceMessage = text.Truncate(c.ComplianceMessage, maxComplianceMessage)
+			c.Insight = text.Truncate(c.Insight, maxInsightLength)
+		}
+	}
+	for i := range e.st.History {
+		fitRecord(&e.st.History[i])
+	}
+}
+
+func fitRecord(r *v1alpha1.RoundRecord) {
+	r.Strategy = text.Truncate(r.Strategy, maxStrategyLength)
+	r.ComplianceMessage = text.Truncate(r.ComplianceMessage, maxComplianceMessage)
+	r.Insight = text.Truncate(r.Insight, maxInsightLength)
+}
