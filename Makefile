@@ -74,6 +74,10 @@ bench: ## Run the benchmarks.
 build: ## Build the autoresearch binary into bin/.
 	go build -o $(LOCALBIN)/autoresearch ./cmd/autoresearch
 
+.PHONY: plugin
+plugin: ## Build the kubectl plugin, one static binary, into bin/kubectl-autoresearch (copy it onto your PATH).
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/kubectl-autoresearch ./cmd/kubectl-autoresearch
+
 .PHONY: demo
 demo: build ## Run the bundled tiny-lm-go example for six rounds with the scripted Researcher, then write its report to .demo/report.
 	@rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/repo
