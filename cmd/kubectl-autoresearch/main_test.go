@@ -32,7 +32,7 @@ func TestArgumentMistakesAreExplained(t *testing.T) {
 		args []string
 		want string
 	}{
-		"note without text":     {[]string{"note", "tiny"}, `Usage: kubectl autoresearch note NAME "try a cosine schedule"`},
+		"note without text":      {[]string{"note", "tiny"}, `Usage: kubectl autoresearch note NAME "try a cosine schedule"`},
 		"note of spaces":         {[]string{"note", "tiny", "  "}, "give the experiment and the note's text"},
 		"note too long":          {[]string{"note", "tiny", strings.Repeat("x", maxNoteBytes+1)}, "at most 2048"},
 		"status without a name":  {[]string{"status"}, "Usage: kubectl autoresearch status NAME"},
