@@ -85,7 +85,7 @@ plugin-dist: ## Write the plugin's archives for plugins/krew/autoresearch.yaml i
 	@mkdir -p dist
 	@for p in $(PLUGIN_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; d=dist/kubectl-autoresearch_$${os}_$${arch}; \
-		mkdir -p $$d && cp LICENSE $$d/ 2>/dev/null; \
+		mkdir -p $$d; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $$d/kubectl-autoresearch ./cmd/kubectl-autoresearch || exit 1; \
 		tar -C $$d -czf $$d.tar.gz . && rm -rf $$d; \
 	done
