@@ -145,13 +145,12 @@ func newSuspendCommand(c *cluster, suspend bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if ptr.Deref(ar.Spec.Suspend, false) == suspend {
 				state := "is not suspended"
 				if suspend {
 					state = "is suspended already"
 				}
-				fmt.Fprintf(out, "%s %s (phase %s).\n", ar.Name, state, ar.Status.Phase)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s (phase %s).\n", ar.Name, state, ar.Status.Phase)
 				return nil
 			}
 			patch := client.MergeFrom(ar.DeepCopy())
@@ -160,9 +159,9 @@ func newSuspendCommand(c *cluster, suspend bool) *cobra.Command {
 				return err
 			}
 			if suspend {
-				fmt.Fprintf(out, "Suspended %s: the running step finishes and no new one starts. Go on with `kubectl autoresearch resume %s`.\n", ar.Name, ar.Name)
+				fmt.Fprintf(cmd.OutOrStdout(), "Suspended %s: the running step finishes and no new one starts. Go on with `kubectl autoresearch resume %s`.\n", ar.Name, ar.Name)
 			} else {
-				fmt.Fprintf(out, "Resumed %s.\n", ar.Name)
+				fmt.Fprintf(cmd.OutOrStdout(), "Resumed %s.\n", ar.Name)
 			}
 			return nil
 		},

@@ -85,7 +85,7 @@ func bundle(ctx context.Context, root string, b *Bundle) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	file := filepath.Join(dir, "experiment.bundle")
 	if _, err := ws.Bundle(ctx, file, b.Candidates); err != nil {
 		return nil, err
