@@ -105,92 +105,98 @@ func TestKubectlPlugin(t *testing.T) {
 		t.Errorf("no round recorded the note; history %+v", ar.Status.History)
 	}
 
-	t.Run("status", func(t *testing.T) {
-		out := p.run(work, "status", n)
-		for _, want := range []string{"Experiment: " + n, "Workspace:  claim " + ar.Status.Workspace.ClaimName, "Phase:      Succeeded", "learning rate"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("status lacks %q:\n%s", want, out)
-			}
-		}
-		var st v1alpha1.AutoResearchStatus
-		if err := json.Unmarshal([]byte(p.run(work, "status", n, "-o", "json")), &st); err != nil || st.Phase != v1alpha1.PhaseSucceeded {
-			t.Errorf("status -o json: %v, phase %s", err, st.Phase)
-		}
-	})
-
-	t.Run("logs", func(t *testing.T) {
-		if out := p.run(work, "logs", n, "--round", "1", "--step", "train"); !strings.Contains(out, "trained ") || !strings.Contains(out, "loss=") {
-			t.Errorf("round 1's training log:\n%s", out)
-		}
-		if out := p.run(work, "logs", n, "--round", "1", "--step", "eval"); !strings.Contains(out, "val_bpb: ") {
-			t.Errorf("round 1's evaluation log:\n%s", out)
-		}
-		if out, errOut, err := p.try(work, "logs", n, "--round", "2", "--step", "researcher"); err != nil || !strings.Contains(errOut, "its pod") {
-			t.Errorf("round 2's researcher log: %v\n%s%s", err, out, errOut)
-		}
-		if _, errOut, err := p.try(work, "logs", n, "--round", "1", "--step", "nosuch"); err == nil || !strings.Contains(errOut, "its logs of eval, train") {
-			t.Errorf("a step without a log: %v\n%s", err, errOut)
-		}
-		if _, errOut, err := p.try(work, "logs", n, "--round", "7"); err == nil || !strings.Contains(errOut, "round 7 not found") {
-			t.Errorf("a round not run: %v\n%s", err, errOut)
-		}
-	})
-
-	t.Run("report", func(t *testing.T) {
-		dir := filepath.Join(work, "report")
-		p.run(work, "report", n, "-o", dir)
-		for _, f := range []string{report.PlotPNG, report.PlotSVG, report.MarkdownMD, report.HTMLFile} {
-			if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
-				t.Errorf("%s: %v", f, err)
-			}
-		}
-		data, err := os.ReadFile(filepath.Join(dir, report.ResultsJSON))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r report.Report
-		if err := json.Unmarshal(data, &r); err != nil {
-			t.Fatalf("results.json: %v", err)
-		}
-		if len(r.Rounds) != 3 || r.Rounds[1].Verdict != string(v1alpha1.VerdictImproved) || !strings.Contains(r.Rounds[1].Diff, "learningRate = 0.5") {
-			t.Errorf("results.json rounds %+v, want the baseline and two rounds, round 1 kept with its diff", r.Rounds)
-		}
-	})
-
-	t.Run("export", func(t *testing.T) {
-		bundle := filepath.Join(work, n+".bundle")
-		p.run(work, "export", n, "-o", bundle)
-		clone := filepath.Join(work, "clone")
-		git := func(dir string, args ...string) string {
-			cmd := exec.Command("git", args...)
-			cmd.Dir = dir
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("git %v: %v\n%s", args, err, out)
-			}
-			return strings.TrimSpace(string(out))
-		}
-		git(work, "clone", "-q", "-b", "autoresearch/"+n, bundle, clone)
-		git(clone, "merge-base", "--is-ancestor", ar.Status.Best.Commit, "HEAD")
-		if data, err := os.ReadFile(filepath.Join(clone, "results.tsv")); err != nil || strings.Count(string(data), "\n") < 3 {
-			t.Errorf("the clone's results.tsv: %v\n%s", err, data)
-		}
-		if _, errOut, err := p.try(work, "export", n, "-o", bundle); err == nil || !strings.Contains(errOut, "--force") {
-			t.Errorf("export over the bundle: %v\n%s", err, errOut)
-		}
-	})
-
-	t.Run("diff", func(t *testing.T) {
-		if out := p.run(work, "diff", n, "--round", "1"); !strings.Contains(out, "+\tlearningRate = 0.5") {
-			t.Errorf("round 1's diff:\n%s", out)
-		}
-		// Round 2 was rolled back; its candidate is kept all the same.
-		if out := p.run(work, "diff", n, "--round", "2"); !strings.Contains(out, "learningRate = 2.0") {
-			t.Errorf("round 2's diff:\n%s", out)
-		}
-	})
+	t.Run("status", func(t *testing.T) { pluginStatus(t, p, work, ar) })
+	t.Run("logs", func(t *testing.T) { pluginLogs(t, p, work, n) })
+	t.Run("report", func(t *testing.T) { pluginReport(t, p, work, n) })
+	t.Run("export", func(t *testing.T) { pluginExport(t, p, work, ar) })
+	t.Run("diff", func(t *testing.T) { pluginDiff(t, p, work, n) })
 
 	if out := kubectl(t, "", "get", "pods", "-n", ns, "-l", "autoresearch.dev/reader-of="+n, "-o", "name"); strings.TrimSpace(out) != "" {
 		t.Errorf("reader pods left behind:\n%s", out)
+	}
+}
+
+func pluginStatus(t *testing.T, p plugin, work string, ar *v1alpha1.AutoResearch) {
+	n := ar.Name
+	out := p.run(work, "status", n)
+	for _, want := range []string{"Experiment: " + n, "Workspace:  claim " + ar.Status.Workspace.ClaimName, "Phase:      Succeeded", "learning rate"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	var st v1alpha1.AutoResearchStatus
+	if err := json.Unmarshal([]byte(p.run(work, "status", n, "-o", "json")), &st); err != nil || st.Phase != v1alpha1.PhaseSucceeded {
+		t.Errorf("status -o json: %v, phase %s", err, st.Phase)
+	}
+}
+
+func pluginLogs(t *testing.T, p plugin, work, n string) {
+	if out := p.run(work, "logs", n, "--round", "1", "--step", "train"); !strings.Contains(out, "trained ") || !strings.Contains(out, "loss=") {
+		t.Errorf("round 1's training log:\n%s", out)
+	}
+	if out := p.run(work, "logs", n, "--round", "1", "--step", "eval"); !strings.Contains(out, "val_bpb: ") {
+		t.Errorf("round 1's evaluation log:\n%s", out)
+	}
+	if out, errOut, err := p.try(work, "logs", n, "--round", "2", "--step", "researcher"); err != nil || !strings.Contains(errOut, "its pod") {
+		t.Errorf("round 2's researcher log: %v\n%s%s", err, out, errOut)
+	}
+	if _, errOut, err := p.try(work, "logs", n, "--round", "1", "--step", "nosuch"); err == nil || !strings.Contains(errOut, "its logs of eval, train") {
+		t.Errorf("a step without a log: %v\n%s", err, errOut)
+	}
+	if _, errOut, err := p.try(work, "logs", n, "--round", "7"); err == nil || !strings.Contains(errOut, "round 7 not found") {
+		t.Errorf("a round not run: %v\n%s", err, errOut)
+	}
+}
+
+func pluginReport(t *testing.T, p plugin, work, n string) {
+	dir := filepath.Join(work, "report")
+	p.run(work, "report", n, "-o", dir)
+	for _, f := range []string{report.PlotPNG, report.PlotSVG, report.MarkdownMD, report.HTMLFile} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, report.ResultsJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	if len(r.Rounds) != 3 || r.Rounds[1].Verdict != string(v1alpha1.VerdictImproved) || !strings.Contains(r.Rounds[1].Diff, "learningRate = 0.5") {
+		t.Errorf("results.json rounds %+v, want the baseline and two rounds, round 1 kept with its diff", r.Rounds)
+	}
+}
+
+func pluginExport(t *testing.T, p plugin, work string, ar *v1alpha1.AutoResearch) {
+	n := ar.Name
+	bundle := filepath.Join(work, n+".bundle")
+	p.run(work, "export", n, "-o", bundle)
+	clone := filepath.Join(work, "clone")
+	git := func(dir string, args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(work, "clone", "-q", "-b", "autoresearch/"+n, bundle, clone)
+	git(clone, "merge-base", "--is-ancestor", ar.Status.Best.Commit, "HEAD")
+	if data, err := os.ReadFile(filepath.Join(clone, "results.tsv")); err != nil || strings.Count(string(data), "\n") < 3 {
+		t.Errorf("the clone's results.tsv: %v\n%s", err, data)
+	}
+	if _, errOut, err := p.try(work, "export", n, "-o", bundle); err == nil || !strings.Contains(errOut, "--force") {
+		t.Errorf("export over the bundle: %v\n%s", err, errOut)
+	}
+}
+
+func pluginDiff(t *testing.T, p plugin, work, n string) {
+	if out := p.run(work, "diff", n, "--round", "1"); !strings.Contains(out, "+\tlearningRate = 0.5") {
+		t.Errorf("round 1's diff:\n%s", out)
+	}
+	// Round 2 was rolled back; its candidate is kept all the same.
+	if out := p.run(work, "diff", n, "--round", "2"); !strings.Contains(out, "learningRate = 2.0") {
+		t.Errorf("round 2's diff:\n%s", out)
 	}
 }
