@@ -61,6 +61,9 @@ func (p plugin) run(dir string, args ...string) string {
 // afterwards.
 func TestKubectlPlugin(t *testing.T) {
 	const n = "plugged"
+	// Built first: the note must reach the experiment before its last
+	// round starts.
+	p := buildPlugin(t)
 	install(t)
 	m := &manager{t: t}
 	m.start()
@@ -68,7 +71,6 @@ func TestKubectlPlugin(t *testing.T) {
 	repo := sourceRepo(t, "tiny-lm-go")
 	kubectl(t, manifestFor(n, repo, 2, 0), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
-	p := buildPlugin(t)
 	work := t.TempDir()
 
 	if _, errOut, err := p.try(work, "note", n); err == nil || !strings.Contains(errOut, "Usage: kubectl autoresearch note NAME") {
