@@ -7,8 +7,8 @@
 #
 # etcd, kube-apiserver (RBAC; static tokens for the admin and the
 # operator's service account), kube-controller-manager (--controllers=*),
-# kube-scheduler and process-kubelet (a Node with nvidia.com/gpu) all
-# listen on 127.0.0.1. State, logs (logs/) and pids (pids/) live in
+# kube-scheduler and process-kubelet (a Node with nvidia.com/gpu, whose
+# kubelet API on KUBELET_PORT serves `kubectl logs`) all listen on 127.0.0.1. State, logs (logs/) and pids (pids/) live in
 # bin/e2e; the admin kubeconfig is bin/e2e/kubeconfig.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
