@@ -74,6 +74,23 @@ bench: ## Run the benchmarks.
 build: ## Build the autoresearch binary into bin/.
 	go build -o $(LOCALBIN)/autoresearch ./cmd/autoresearch
 
+.PHONY: plugin
+plugin: ## Build the kubectl plugin, one static binary, into bin/kubectl-autoresearch (copy it onto your PATH).
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/kubectl-autoresearch ./cmd/kubectl-autoresearch
+
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: plugin-dist
+plugin-dist: ## Write the plugin's archives for plugins/krew/autoresearch.yaml into dist/ and print their SHA-256 sums.
+	@mkdir -p dist
+	@for p in $(PLUGIN_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; d=dist/kubectl-autoresearch_$${os}_$${arch}; \
+		mkdir -p $$d; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $$d/kubectl-autoresearch ./cmd/kubectl-autoresearch || exit 1; \
+		tar -C $$d -czf $$d.tar.gz . && rm -rf $$d; \
+	done
+	@cd dist && sha256sum kubectl-autoresearch_*.tar.gz
+
 .PHONY: demo
 demo: build ## Run the bundled tiny-lm-go example for six rounds with the scripted Researcher, then write its report to .demo/report.
 	@rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/repo

@@ -49,7 +49,7 @@ const (
 	wrapperBuffer = 20 * time.Second
 	wrapperGrace  = 5 * time.Second
 	// projectBinary is the autoresearch binary in the operator's image.
-	projectBinary = "/autoresearch"
+	projectBinary = steps.ImageBinary
 	// defaultWorkspaceSize of the workspace claim.
 	defaultWorkspaceSize = "10Gi"
 

@@ -47,17 +47,8 @@ func newExportCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s has no worktree at %s to export: run `autoresearch run -f %s` first, or point --worktree at it: %w", x.Object.Name, x.Worktree, flags.file, err)
 			}
-			refs := []string{"refs/heads/" + ws.Branch}
-			if candidates {
-				list, err := workspace.Git(ctx, ws.Root, nil, "for-each-ref", "--format=%(refname)", ws.CandidatesPrefix())
-				if err != nil {
-					return err
-				}
-				refs = append(refs, strings.Fields(list)...)
-			}
-			// git writes the bundle through a lock file and renames it, so
-			// that a failed export leaves no half-written bundle behind.
-			if _, err := workspace.Git(ctx, ws.Root, nil, append([]string{"bundle", "create", "--quiet", bundle}, refs...)...); err != nil {
+			refs, err := ws.Bundle(ctx, bundle, candidates)
+			if err != nil {
 				return fmt.Errorf("writing %s: %w", out, err)
 			}
 			var msg strings.Builder

@@ -188,22 +188,6 @@ func TestCommandsExplainTheirMistakes(t *testing.T) {
 	}
 }
 
-func TestStatusTableAlignsWideCharacters(t *testing.T) {
-	out := &strings.Builder{}
-	writeTable(out, [][]string{{"ROUND", "COMPLIANCE", "RESULT"}, {"0", "✅", "x=1"}, {"1", "❌ files", "—"}})
-	want := "ROUND  COMPLIANCE  RESULT\n" +
-		"0      ✅          x=1\n" +
-		"1      ❌ files    —\n"
-	if out.String() != want {
-		t.Errorf("table:\n%s\nwant:\n%s", out, want)
-	}
-	for s, w := range map[string]int{"abc": 3, "✅": 2, "❌ x": 4, "—": 1, "☑️": 1} {
-		if got := displayWidth(s); got != w {
-			t.Errorf("displayWidth(%q) = %d, want %d", s, got, w)
-		}
-	}
-}
-
 func TestRunRejectsAnInvalidProtocol(t *testing.T) {
 	cases := map[string]struct {
 		from, to string

@@ -4,17 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"unicode"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/text/width"
 	"sigs.k8s.io/yaml"
 
-	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/report"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
-	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -71,129 +66,8 @@ func newStatusCommand() *cobra.Command {
 // formatStatus renders the status report: a summary, then the ledger as a
 // table.
 func formatStatus(x *runner.Experiment, saved runner.Saved) string {
-	out := &strings.Builder{}
-	s, st := x.Object.Spec, saved.Status
-	m := s.Eval.Metric
-	fmt.Fprintf(out, "Experiment: %s\n", x.Object.Name)
-	fmt.Fprintf(out, "Worktree:   %s (branch autoresearch/%s)\n", x.Worktree, x.Object.Name)
-	fmt.Fprintf(out, "Phase:      %s — %s\n", st.Phase, st.Message)
-	fmt.Fprintf(out, "Round:      %s done\n", workspace.RoundsDone(int(st.CompletedRounds), int(s.MaxRounds)))
-	if b := st.Best; b != nil {
-		fmt.Fprintf(out, "Best:       %s=%s (round %d, commit %.7s)\n", m, b.Value, b.Round, b.Commit)
-	}
-	if b := st.Baseline; b != nil && b.Value != "" {
-		noise := ""
-		switch {
-		case b.Samples > 1:
-			noise = fmt.Sprintf(" ± %s over %d runs", b.Stddev, b.Samples)
-		case b.Samples == 0 && len(b.Values) > 0:
-			noise = fmt.Sprintf(" (given; the preflight measured %s)", b.Values[0])
-		}
-		fmt.Fprintf(out, "Baseline:   %s=%s%s\n", m, b.Value, noise)
-	}
-	if len(st.VerdictCounts) > 0 {
-		var parts []string
-		for _, v := range []v1alpha1.Verdict{
-			v1alpha1.VerdictImproved, v1alpha1.VerdictNotImproved, v1alpha1.VerdictWithinNoise, v1alpha1.VerdictNoChange,
-			v1alpha1.VerdictComplianceFailed, v1alpha1.VerdictParityFailed, v1alpha1.VerdictTrainFailed,
-			v1alpha1.VerdictTrainTimeout, v1alpha1.VerdictEvalFailed, v1alpha1.VerdictConstraintFailed, v1alpha1.VerdictOverfit, v1alpha1.VerdictResearcherFailed,
-		} {
-			if n := st.VerdictCounts[v]; n > 0 {
-				parts = append(parts, fmt.Sprintf("%s %d", v, n))
-			}
-		}
-		fmt.Fprintf(out, "Verdicts:   %s\n", strings.Join(parts, ", "))
-	}
-	if h := st.Holdout; h != nil {
-		// The user's view only: the Researcher never sees these.
-		var trend []string
-		for _, r := range h.Readings {
-			trend = append(trend, fmt.Sprintf("R%d %s (%s)", r.Round, r.Value, r.Verdict))
-		}
-		fmt.Fprintf(out, "Holdout:    %s=%s (best, round %d; hidden from the Researcher)\n", s.HoldoutMetric(), h.Best, h.BestRound)
-		if len(trend) > 0 {
-			fmt.Fprintf(out, "            trend: %s\n", strings.Join(trend, ", "))
-		}
-	}
-	u := st.Usage
-	fmt.Fprintf(out, "Usage:      researcher %ds, GPU %ds", u.ResearcherSeconds, u.GPUSeconds)
-	if u.InputTokens+u.OutputTokens > 0 {
-		fmt.Fprintf(out, ", tokens %d in / %d out", u.InputTokens, u.OutputTokens)
-	}
-	if u.Cost != "" {
-		fmt.Fprintf(out, ", cost $%s", u.Cost)
-	}
-	fmt.Fprintln(out)
-	if len(saved.Notes)+len(s.Guidance) > 0 {
-		fmt.Fprintln(out, "Guidance:")
-		for _, n := range append(append([]string(nil), s.Guidance...), saved.Notes...) {
-			fmt.Fprintf(out, "  - %s\n", n)
-		}
-	}
-	if cr := st.CurrentRound; cr != nil {
-		fmt.Fprintf(out, "\nCurrent round %d (%s, %s):\n", cr.Number, cr.Step, cr.StepState)
-		for _, t := range cr.Tasks {
-			fmt.Fprintf(out, "  %s\n", t)
-		}
-	}
-	fmt.Fprintln(out)
-	table := [][]string{{"ROUND", "COMPLIANCE", "RESULT", "VERDICT", "STRATEGY", "INSIGHT", "NOTE"}}
-	for _, r := range saved.Ledger.Rows {
-		table = append(table, []string{strconv.Itoa(r.Round), cell(r.Compliance, 30), cell(r.Result, 24), cell(r.Verdict, 18), cell(r.Strategy, 40), cell(r.Insight, 60), cell(r.Note, 30)})
-	}
-	writeTable(out, table)
-	return out.String()
-}
-
-// writeTable writes rows in columns two spaces apart, padded by the width
-// a terminal gives each cell, so that ✅ and ❌, two columns wide, keep the
-// columns after them aligned. text/tabwriter counts them as one.
-func writeTable(out *strings.Builder, rows [][]string) {
-	var widths []int
-	for _, row := range rows {
-		for i, c := range row {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], displayWidth(c))
-		}
-	}
-	for _, row := range rows {
-		for i, c := range row {
-			out.WriteString(c)
-			if i < len(row)-1 {
-				out.WriteString(strings.Repeat(" ", widths[i]-displayWidth(c)+2))
-			}
-		}
-		out.WriteString("\n")
-	}
-}
-
-// displayWidth is how many terminal columns s takes: two for East Asian
-// wide and full-width characters (emoji among them), none for combining
-// marks and format characters such as the emoji variation selector.
-func displayWidth(s string) int {
-	n := 0
-	for _, r := range s {
-		switch {
-		case unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
-		case width.LookupRune(r).Kind() == width.EastAsianWide, width.LookupRune(r).Kind() == width.EastAsianFullwidth:
-			n += 2
-		default:
-			n++
-		}
-	}
-	return n
-}
-
-// cell shortens a table cell to n characters.
-func cell(s string, n int) string {
-	if s == "" {
-		return "-"
-	}
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
+	return report.StatusText(report.StatusView{
+		Name: x.Object.Name, WhereLabel: "Worktree", Where: x.Worktree,
+		Spec: x.Object.Spec, Status: saved.Status, Notes: saved.Notes, Rows: saved.Ledger.Rows,
+	})
 }

@@ -9,8 +9,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +64,10 @@ func run() error {
 		volumeDir    = flag.String("volume-dir", "", "Where provisioned volumes live (default STATE_DIR/volumes).")
 		apiQPS       = flag.Float64("kube-api-qps", 50, "Requests per second to the API server, as the kubelet's flag of that name; client-go's default of 5 delays every pod status update.")
 		apiBurst     = flag.Int("kube-api-burst", 100, "Requests allowed in a burst to the API server, as the kubelet's flag of that name.")
+		listen       = flag.String("listen-address", "", "HOST:PORT to serve the kubelet API (container logs) on, over TLS with --tls-cert-file and --tls-private-key-file, to clients whose certificate --client-ca-file signed (the API server's --kubelet-client-certificate); empty serves none.")
+		tlsCert      = flag.String("tls-cert-file", "", "The kubelet API's serving certificate.")
+		tlsKey       = flag.String("tls-private-key-file", "", "The kubelet API's serving key.")
+		clientCA     = flag.String("client-ca-file", "", "The CA that signs the certificates of the kubelet API's clients.")
 		imageFiles   mountFlags
 	)
 	flag.Var(&imageFiles, "image-file", "/TARGET=SOURCE: a host file mounted read-only at TARGET in every container, such as /autoresearch=bin/autoresearch; repeatable.")
@@ -93,9 +100,35 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	opts := []nodeutil.NodeOpt{nodeutil.WithClient(client), nodeutil.WithPodControllerConfigOverrides(vkprovider.KeepOthersConditions)}
+	var port int32
+	if *listen != "" {
+		if *tlsCert == "" || *tlsKey == "" || *clientCA == "" {
+			return fmt.Errorf("--listen-address needs --tls-cert-file, --tls-private-key-file and --client-ca-file")
+		}
+		_, p, err := net.SplitHostPort(*listen)
+		if err != nil {
+			return fmt.Errorf("--listen-address: %w", err)
+		}
+		n, err := strconv.ParseInt(p, 10, 32)
+		if err != nil {
+			return fmt.Errorf("--listen-address: %w", err)
+		}
+		port = int32(n)
+		// Only a client with a certificate of the CA, the API server, gets
+		// the pod routes: it authorizes pods/log for its callers.
+		mux := http.NewServeMux()
+		opts = append(opts, nodeutil.AttachProviderRoutes(mux),
+			nodeutil.WithTLSConfig(nodeutil.WithKeyPairFromPath(*tlsCert, *tlsKey), nodeutil.WithCAFromPath(*clientCA)),
+			func(cfg *nodeutil.NodeConfig) error {
+				cfg.HTTPListenAddr, cfg.Handler = *listen, mux
+				return nil
+			})
+	}
+
 	p := vkprovider.New(vkprovider.Config{
 		NodeName: *nodeName, GPUs: *gpus, StateDir: *stateDir,
-		ImageFiles: imageFiles, ImageEnv: env, Client: client,
+		ImageFiles: imageFiles, ImageEnv: env, Client: client, KubeletPort: port,
 	})
 	// Containers outlive no agent: they are stopped when it stops.
 	defer p.StopAll()
@@ -103,8 +136,7 @@ func run() error {
 		p.ConfigureNode(cfg.Node)
 		return p, nil, nil
 	}
-	n, err := nodeutil.NewNode(*nodeName, newProvider, nodeutil.WithClient(client),
-		nodeutil.WithPodControllerConfigOverrides(vkprovider.KeepOthersConditions))
+	n, err := nodeutil.NewNode(*nodeName, newProvider, opts...)
 	if err != nil {
 		return err
 	}

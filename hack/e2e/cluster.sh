@@ -7,8 +7,8 @@
 #
 # etcd, kube-apiserver (RBAC; static tokens for the admin and the
 # operator's service account), kube-controller-manager (--controllers=*),
-# kube-scheduler and process-kubelet (a Node with nvidia.com/gpu) all
-# listen on 127.0.0.1. State, logs (logs/) and pids (pids/) live in
+# kube-scheduler and process-kubelet (a Node with nvidia.com/gpu, whose
+# kubelet API on KUBELET_PORT serves `kubectl logs`) all listen on 127.0.0.1. State, logs (logs/) and pids (pids/) live in
 # bin/e2e; the admin kubeconfig is bin/e2e/kubeconfig.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,6 +19,8 @@ ETCD_PORT=${ETCD_PORT:-23790}
 APISERVER_PORT=${APISERVER_PORT:-16443}
 KCM_PORT=${KCM_PORT:-20257}
 SCHEDULER_PORT=${SCHEDULER_PORT:-20259}
+# The node's kubelet API (container logs), which the API server calls.
+KUBELET_PORT=${KUBELET_PORT:-$((APISERVER_PORT + 1))}
 # The operator's identity; config/rbac binds its roles to this account.
 OPERATOR_NS=autoresearch-system
 OPERATOR_SA=autoresearch-controller-manager
@@ -110,6 +112,8 @@ up() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true --endpoint-reconciler-type none \
+    --kubelet-preferred-address-types InternalIP \
+    --kubelet-client-certificate "$pki/apiserver.crt" --kubelet-client-key "$pki/apiserver.key" \
     --enable-admission-plugins NamespaceLifecycle,ServiceAccount,DefaultStorageClass,PersistentVolumeClaimResize
   wait_for kube-apiserver 120 kubectl get --raw /readyz
 
@@ -134,7 +138,9 @@ reclaimPolicy: Retain
 SC
   start process-kubelet env KUBECONFIG="$kc" "$E2E_DIR/process-kubelet" \
     --node-name process-node --gpus "$E2E_GPUS" --state-dir "$E2E_DIR/state/node" \
-    --image-file "/autoresearch=$E2E_DIR/autoresearch"
+    --image-file "/autoresearch=$E2E_DIR/autoresearch" \
+    --listen-address "127.0.0.1:$KUBELET_PORT" --tls-cert-file "$pki/apiserver.crt" \
+    --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/apiserver.crt"
   wait_for "node process-node" 120 kubectl wait --for=condition=Ready node/process-node --timeout=1s
   wait_for "service account default" 60 kubectl get serviceaccount default
   echo "cluster ready: export KUBECONFIG=$E2E_DIR/kubeconfig  (kubectl: $K8S_BIN/kubectl)"

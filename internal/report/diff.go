@@ -8,20 +8,18 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
-// KeptDiffs returns each kept round's change to the variable files, by
-// round: the git diff, run in the experiment directory dir, from the commit
-// kept before the round to the round's own. Rolled-back rounds leave no
-// commit, so that diff is the round's change alone. A kept round whose
-// predecessor the status history no longer holds gets no diff.
-func KeptDiffs(ctx context.Context, dir string, files []v1alpha1.RelativePath, st v1alpha1.AutoResearchStatus) (map[int32]string, error) {
-	diffs := map[int32]string{}
-	if len(files) == 0 {
-		return diffs, nil
-	}
-	paths := make([]string, len(files))
-	for i, f := range files {
-		paths[i] = string(f)
-	}
+// KeptRange is a kept round's commit and the one kept before it.
+type KeptRange struct {
+	Round    int32
+	From, To string
+}
+
+// KeptRanges are the kept rounds of the status history with the commit
+// kept before each. Rolled-back rounds leave no commit, so that range is
+// the round's change alone. A kept round whose predecessor the history no
+// longer holds has none.
+func KeptRanges(st v1alpha1.AutoResearchStatus) []KeptRange {
+	var ranges []KeptRange
 	prev, next := "", int32(0)
 	if st.Workspace != nil {
 		prev = st.Workspace.StartCommit
@@ -36,13 +34,32 @@ func KeptDiffs(ctx context.Context, dir string, files []v1alpha1.RelativePath, s
 			continue
 		}
 		if h.Verdict == v1alpha1.VerdictImproved && prev != "" {
-			out, err := workspace.Git(ctx, dir, nil, append([]string{"diff", "--no-color", prev, h.Commit, "--"}, paths...)...)
-			if err != nil {
-				return nil, fmt.Errorf("diff of round %d: %w", h.Round, err)
-			}
-			diffs[h.Round] = out
+			ranges = append(ranges, KeptRange{Round: h.Round, From: prev, To: h.Commit})
 		}
 		prev = h.Commit
+	}
+	return ranges
+}
+
+// Diff is the git diff from one commit to another of the files given, run
+// in the experiment directory dir; every file when none is given.
+func Diff(ctx context.Context, dir string, files []string, from, to string) (string, error) {
+	return workspace.Git(ctx, dir, nil, append([]string{"diff", "--no-color", "--end-of-options", from, to, "--"}, files...)...)
+}
+
+// KeptDiffs returns each kept round's change to the variable files, by
+// round: the diff of its KeptRange, run in the experiment directory dir.
+func KeptDiffs(ctx context.Context, dir string, files []v1alpha1.RelativePath, st v1alpha1.AutoResearchStatus) (map[int32]string, error) {
+	diffs := map[int32]string{}
+	if len(files) == 0 {
+		return diffs, nil
+	}
+	for _, r := range KeptRanges(st) {
+		out, err := Diff(ctx, dir, v1alpha1.Strings(files), r.From, r.To)
+		if err != nil {
+			return nil, fmt.Errorf("diff of round %d: %w", r.Round, err)
+		}
+		diffs[r.Round] = out
 	}
 	return diffs, nil
 }

@@ -107,7 +107,7 @@ func promptData(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus
 		ledger.Best, ledger.BestRound = b.Value, int(b.Round)
 	}
 	for _, h := range st.History {
-		ledger.Upsert(workspace.NewLedgerRow(spec.Eval.Metric, ledgerRound(h)))
+		ledger.Upsert(workspace.NewLedgerRow(spec.Eval.Metric, LedgerRound(h)))
 	}
 	profile := ""
 	if spec.Profile != nil {

@@ -71,15 +71,15 @@ func ledgerUpdate(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStat
 		u.Best, u.BestRound = b.Value, b.Round
 	}
 	if rec != nil {
-		r := ledgerRound(*rec)
+		r := LedgerRound(*rec)
 		u.Round = &r
 	}
 	return u
 }
 
-// ledgerRound is a round's ledger row; its insight ends with the readings
+// LedgerRound is a round's ledger row; its insight ends with the readings
 // spec.eval.constraints limit.
-func ledgerRound(rec v1alpha1.RoundRecord) steps.LedgerRound {
+func LedgerRound(rec v1alpha1.RoundRecord) steps.LedgerRound {
 	insight := rec.Insight
 	if rec.Readings != "" && rec.Verdict != v1alpha1.VerdictConstraintFailed {
 		insight = strings.TrimSpace(insight + " (readings: " + rec.Readings + ")")

@@ -33,6 +33,8 @@ const (
 	// ToolsMount is where an init container copies the autoresearch binary
 	// into pods that run a user's image.
 	ToolsMount = "/autoresearch-tools"
+	// ImageBinary is the autoresearch binary in the operator's own image.
+	ImageBinary = "/autoresearch"
 	// Binary is the autoresearch binary inside such pods.
 	Binary = ToolsMount + "/autoresearch"
 	// PromptMount is where the round's prompt ConfigMap is mounted.

@@ -63,6 +63,9 @@ type Config struct {
 	Client kubernetes.Interface
 	// Self is the agent's executable, re-executed for each container.
 	Self string
+	// KubeletPort, when set, is where the node serves the kubelet API
+	// (container logs) on its InternalIP; the node advertises it.
+	KubeletPort int32
 }
 
 // Provider runs pods as process trees.
@@ -100,6 +103,9 @@ func (p *Provider) ConfigureNode(n *corev1.Node) {
 	n.Status.Capacity = res
 	n.Status.Allocatable = res.DeepCopy()
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: p.cfg.NodeName}}
+	if p.cfg.KubeletPort != 0 {
+		n.Status.DaemonEndpoints.KubeletEndpoint.Port = p.cfg.KubeletPort
+	}
 	n.Status.NodeInfo.OperatingSystem = "linux"
 	n.Status.NodeInfo.Architecture = "amd64"
 	n.Status.NodeInfo.KubeletVersion = "process-kubelet"

@@ -62,3 +62,16 @@ func TestContainerMounts(t *testing.T) {
 		t.Error("containerMounts() with an unknown volume succeeded, want an error")
 	}
 }
+
+func TestConfigureNodeAdvertisesTheKubeletAPI(t *testing.T) {
+	for port, want := range map[int32]int32{0: 0, 16464: 16464} {
+		n := &corev1.Node{}
+		New(Config{NodeName: "process-node", KubeletPort: port}).ConfigureNode(n)
+		if got := n.Status.DaemonEndpoints.KubeletEndpoint.Port; got != want {
+			t.Errorf("KubeletPort %d: the node advertises port %d, want %d", port, got, want)
+		}
+		if a := n.Status.Addresses; len(a) == 0 || a[0].Type != corev1.NodeInternalIP || a[0].Address != "127.0.0.1" {
+			t.Errorf("addresses %v, want the InternalIP 127.0.0.1 first", a)
+		}
+	}
+}

@@ -122,9 +122,18 @@ func ReadLedger(path string) (Ledger, error) {
 	if err != nil {
 		return Ledger{}, err
 	}
+	l, err := ParseLedger(data)
+	if err != nil {
+		return Ledger{}, fmt.Errorf("%s %w", path, err)
+	}
+	return l, nil
+}
+
+// ParseLedger reads the text of experiences.md as ReadLedger does.
+func ParseLedger(data []byte) (Ledger, error) {
 	l, found := parseLedger(string(data))
 	if !found {
-		return Ledger{}, fmt.Errorf("%s has no experiences summary or table", path)
+		return Ledger{}, errors.New("has no experiences summary or table")
 	}
 	return l, nil
 }

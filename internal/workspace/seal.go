@@ -23,7 +23,12 @@ const CandidateRefPrefix = "refs/autoresearch/candidates/"
 // refs/autoresearch/candidates/<experiment>/r<round>, so that experiments
 // that share a repository keep theirs apart.
 func (w *Workspace) CandidateRef(round int32) string {
-	return w.CandidatesPrefix() + "r" + strconv.Itoa(int(round))
+	return CandidateRefOf(w.name(), round)
+}
+
+// CandidateRefOf is experiment's CandidateRef of round.
+func CandidateRefOf(experiment string, round int32) string {
+	return CandidateRefPrefix + experiment + "/r" + strconv.Itoa(int(round))
 }
 
 // CandidatesPrefix starts the refs of this experiment's candidates.

@@ -1,0 +1,104 @@
+// Package readout carries files and git output from an experiment's
+// workspace volume to a client outside the cluster through a pod's log:
+// the request a reader pod serves, the serving, and the framing that
+// survives the kubelet's log path, which keeps text lines only and merges
+// stdout with stderr.
+package readout
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Request is what a reader pod reads, in order.
+type Request struct {
+	Items []Item `json:"items"`
+}
+
+// Item is one thing to read, under its Name in the output. Exactly one of
+// File, List, Diff and Bundle is set; paths are relative to the volume.
+type Item struct {
+	Name string `json:"name"`
+	// File is a file whose bytes to read.
+	File string `json:"file,omitempty"`
+	// List is a directory whose entries to list, one name a line.
+	List string `json:"list,omitempty"`
+	// Diff is a git diff between two commits.
+	Diff *Diff `json:"diff,omitempty"`
+	// Bundle is a git bundle of an experiment branch.
+	Bundle *Bundle `json:"bundle,omitempty"`
+}
+
+// Diff is `git diff From To -- Files...` run in Dir.
+type Diff struct {
+	Dir   string   `json:"dir"`
+	From  string   `json:"from"`
+	To    string   `json:"to"`
+	Files []string `json:"files,omitempty"`
+}
+
+// Bundle is the branch autoresearch/<Experiment> of the worktree Worktree
+// (its experiment directory Subdir), and with Candidates the experiment's
+// sealed candidates too.
+type Bundle struct {
+	Worktree   string `json:"worktree"`
+	Subdir     string `json:"subdir,omitempty"`
+	Experiment string `json:"experiment"`
+	Candidates bool   `json:"candidates,omitempty"`
+}
+
+// Validate refuses a request that names a path outside the volume, a
+// revision that git could take for an option, or an item that is not
+// exactly one thing.
+func (r Request) Validate() error {
+	if len(r.Items) == 0 {
+		return fmt.Errorf("the request reads nothing")
+	}
+	seen := map[string]bool{}
+	for _, it := range r.Items {
+		if it.Name == "" || seen[it.Name] {
+			return fmt.Errorf("item %q: every item needs a name of its own", it.Name)
+		}
+		seen[it.Name] = true
+		var paths []string
+		kinds := 0
+		if it.File != "" {
+			kinds++
+			paths = append(paths, it.File)
+		}
+		if it.List != "" {
+			kinds++
+			paths = append(paths, it.List)
+		}
+		if d := it.Diff; d != nil {
+			kinds++
+			paths = append(paths, d.Dir)
+			for _, rev := range []string{d.From, d.To} {
+				if rev == "" || strings.HasPrefix(rev, "-") {
+					return fmt.Errorf("item %s: %q is not a revision", it.Name, rev)
+				}
+			}
+			paths = append(paths, d.Files...)
+		}
+		if b := it.Bundle; b != nil {
+			kinds++
+			paths = append(paths, b.Worktree)
+			if b.Subdir != "" {
+				paths = append(paths, b.Subdir)
+			}
+			if b.Experiment == "" {
+				return fmt.Errorf("item %s: the bundle names no experiment", it.Name)
+			}
+		}
+		if kinds != 1 {
+			return fmt.Errorf("item %s: set exactly one of file, list, diff and bundle", it.Name)
+		}
+		for _, p := range paths {
+			if !filepath.IsLocal(filepath.FromSlash(p)) {
+				return fmt.Errorf("item %s: %q is not a path inside the volume", it.Name, p)
+			}
+		}
+	}
+	return nil
+}

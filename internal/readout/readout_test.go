@@ -1,0 +1,216 @@
+package readout
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
+)
+
+func TestMain(m *testing.M) {
+	gittest.Isolate()
+	os.Exit(m.Run())
+}
+
+// binary holds every byte value, newlines and carriage returns among them.
+func binary() []byte {
+	b := make([]byte, 0, 3*256)
+	for i := range 3 * 256 {
+		b = append(b, byte(i*7))
+	}
+	return b
+}
+
+func TestFrameRoundTrips(t *testing.T) {
+	var log bytes.Buffer
+	log.WriteString("a line the container printed first\n")
+	w, err := NewWriter(&log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add("bin", binary()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add("empty", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Fail("gone", os.ErrNotExist, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n") {
+		if len(line) > lineWidth && !strings.HasPrefix(line, "autoresearch-readout") && !strings.HasPrefix(line, "a line") {
+			t.Fatalf("a line of %d characters: the log would keep it whole, but not every log path does", len(line))
+		}
+	}
+	entries, err := Read(strings.NewReader(log.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := entries.Get("bin"); err != nil || !bytes.Equal(got, binary()) {
+		t.Errorf("bin = %v, %v; want every byte back", got, err)
+	}
+	if got, err := entries.Get("empty"); err != nil || len(got) != 0 {
+		t.Errorf("empty = %q, %v", got, err)
+	}
+	var ie *ItemError
+	if _, err := entries.Get("gone"); !errors.As(err, &ie) || !ie.Missing {
+		t.Errorf("gone: %v, want a missing item", err)
+	}
+	if _, err := entries.Get("never"); err == nil {
+		t.Error("an item the output lacks reads without error")
+	}
+}
+
+func TestReadRefusesDamagedOutput(t *testing.T) {
+	var log bytes.Buffer
+	w, err := NewWriter(&log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add("bin", bytes.Repeat(binary(), 20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(log.String(), "\n")
+	mid := len(lines) / 2
+	cases := map[string]struct {
+		log  string
+		want string
+	}{
+		"nothing":          {"some other output\n", "holds no output"},
+		"cut short":        {strings.Join(lines[:mid], ""), "ended after"},
+		"a line lost":      {strings.Join(append(append([]string{}, lines[:mid]...), lines[mid+1:]...), ""), "incomplete"},
+		"a stray line":     {strings.Join(append(append(append([]string{}, lines[:mid]...), "warning: something\n"), lines[mid:]...), ""), "not base64"},
+		"a line corrupted": {strings.Join(append(append(append([]string{}, lines[:mid]...), strings.ToUpper(lines[mid])), lines[mid+1:]...), ""), "incomplete"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Read(strings.NewReader(tc.log)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Read: %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := map[string]Request{
+		"nothing":          {},
+		"no name":          {Items: []Item{{File: "a"}}},
+		"twice the name":   {Items: []Item{{Name: "a", File: "a"}, {Name: "a", File: "b"}}},
+		"two things":       {Items: []Item{{Name: "a", File: "a", List: "b"}}},
+		"absolute":         {Items: []Item{{Name: "a", File: "/etc/passwd"}}},
+		"up":               {Items: []Item{{Name: "a", List: "logs/../../etc"}}},
+		"option as from":   {Items: []Item{{Name: "a", Diff: &Diff{Dir: "worktree", From: "--output=/tmp/x", To: "HEAD"}}}},
+		"empty revision":   {Items: []Item{{Name: "a", Diff: &Diff{Dir: "worktree", From: "HEAD"}}}},
+		"bundle, no name":  {Items: []Item{{Name: "a", Bundle: &Bundle{Worktree: "worktree"}}}},
+		"bundle outside":   {Items: []Item{{Name: "a", Bundle: &Bundle{Worktree: "../x", Experiment: "e"}}}},
+		"diff file upward": {Items: []Item{{Name: "a", Diff: &Diff{Dir: "worktree", From: "A", To: "B", Files: []string{"../../x"}}}}},
+	}
+	for name, req := range cases {
+		if err := req.Validate(); err == nil {
+			t.Errorf("%s: %+v passes", name, req)
+		}
+	}
+	ok := Request{Items: []Item{{Name: "log", File: "logs/round-1/train.log"}, {Name: "d", Diff: &Diff{Dir: "worktree", From: "A^", To: "A"}}}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("a good request is refused: %v", err)
+	}
+}
+
+// volume lays out a workspace volume as the operator does: the source
+// clone, the worktree on autoresearch/exp with one kept change, and logs.
+func volume(t *testing.T) (vol, start, kept string) {
+	vol = t.TempDir()
+	repo := gittest.NewRepo(t, map[string]string{"exp/train.py": "lr = 0.1\n", "exp/eval.py": "print(1)\n"})
+	if err := os.Rename(repo, filepath.Join(vol, "source")); err != nil {
+		t.Fatal(err)
+	}
+	src, wt := filepath.Join(vol, "source"), filepath.Join(vol, "worktree")
+	gittest.Git(t, src, "worktree", "add", "-q", "-b", "autoresearch/exp", wt)
+	start = gittest.Git(t, wt, "rev-parse", "HEAD")
+	gittest.WriteFiles(t, wt, map[string]string{"exp/train.py": "lr = 0.05\n", "exp/eval.py": "print(2)\n"})
+	gittest.Git(t, wt, "commit", "-qam", "round 1")
+	kept = gittest.Git(t, wt, "rev-parse", "HEAD")
+	if err := os.MkdirAll(filepath.Join(vol, "logs", "round-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vol, "logs", "round-1", "train.log"), binary(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("not on the volume"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(vol, "logs", "round-1", "eval.log")); err != nil {
+		t.Fatal(err)
+	}
+	return vol, start, kept
+}
+
+func TestServeReadsTheVolume(t *testing.T) {
+	vol, start, kept := volume(t)
+	req := Request{Items: []Item{
+		{Name: "train", File: "logs/round-1/train.log"},
+		{Name: "escape", File: "logs/round-1/eval.log"},
+		{Name: "missing", File: "logs/round-9/train.log"},
+		{Name: "round", List: "logs/round-1"},
+		{Name: "diff", Diff: &Diff{Dir: "worktree/exp", From: start, To: kept, Files: []string{"train.py"}}},
+		{Name: "bundle", Bundle: &Bundle{Worktree: "worktree", Subdir: "exp", Experiment: "exp"}},
+	}}
+	var log bytes.Buffer
+	if err := Serve(context.Background(), vol, req, &log); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := Read(&log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := entries.Get("train"); err != nil || !bytes.Equal(got, binary()) {
+		t.Errorf("train log = %v, %v", got, err)
+	}
+	if got, err := entries.Get("escape"); err == nil {
+		t.Errorf("a symbolic link out of the volume was followed: %q", got)
+	}
+	var ie *ItemError
+	if _, err := entries.Get("missing"); !errors.As(err, &ie) || !ie.Missing {
+		t.Errorf("missing: %v, want a missing item", err)
+	}
+	if got, err := entries.Get("round"); err != nil || !strings.Contains(string(got), "train.log\n") {
+		t.Errorf("round list = %q, %v", got, err)
+	}
+	got, err := entries.Get("diff")
+	if err != nil || !strings.Contains(string(got), "+lr = 0.05") || strings.Contains(string(got), "eval.py") {
+		t.Errorf("diff = %q, %v; want train.py's change alone", got, err)
+	}
+	data, err := entries.Get("bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "exp.bundle")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	gittest.Git(t, "", "clone", "-q", "-b", "autoresearch/exp", file, clone)
+	if head := gittest.Git(t, clone, "rev-parse", "HEAD"); head != kept {
+		t.Errorf("the bundle's branch is at %s, want %s", head, kept)
+	}
+}
+
+func TestServeRefusesABadRequest(t *testing.T) {
+	var log bytes.Buffer
+	err := Serve(context.Background(), t.TempDir(), Request{Items: []Item{{Name: "x", File: "../x"}}}, &log)
+	if err == nil || log.Len() != 0 {
+		t.Errorf("Serve: %v, output %q; want the request refused before any output", err, log.String())
+	}
+}
