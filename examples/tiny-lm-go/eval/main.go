@@ -1,9 +1,13 @@
 // Command eval is the fixed evaluation: it loads ckpt/model.bin and prints
 // the model's bits per byte on data/val.txt as `val_bpb: <value>`.
+//
+// -text scores another text instead, such as a holdout set; the value is
+// still printed as val_bpb.
 package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -17,7 +21,13 @@ const (
 )
 
 func main() {
-	bpb, err := evaluate()
+	textPath := flag.String("text", valPath, "the text to score")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "eval: unexpected arguments %q\n", flag.Args())
+		os.Exit(1)
+	}
+	bpb, err := evaluate(*textPath)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(1)
@@ -25,7 +35,7 @@ func main() {
 	fmt.Printf("val_bpb: %.6f\n", bpb)
 }
 
-func evaluate() (float64, error) {
+func evaluate(textPath string) (float64, error) {
 	model, err := lm.Load(checkpointPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("no checkpoint at %s: run `go run ./train` first", checkpointPath)
@@ -33,9 +43,12 @@ func evaluate() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	text, err := os.ReadFile(valPath)
+	text, err := os.ReadFile(textPath)
 	if err != nil {
-		return 0, fmt.Errorf("read validation text (run `go run ./prepare` first): %w", err)
+		if textPath == valPath {
+			return 0, fmt.Errorf("read validation text (run `go run ./prepare` first): %w", err)
+		}
+		return 0, fmt.Errorf("read the text to score: %w", err)
 	}
 	return model.BitsPerByte(text)
 }
