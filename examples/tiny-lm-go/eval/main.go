@@ -1,8 +1,8 @@
 // Command eval is the fixed evaluation: it loads ckpt/model.bin and prints
 // the model's bits per byte on data/val.txt as `val_bpb: <value>`.
 //
-// -text scores another text instead, such as a holdout set; the value is
-// still printed as val_bpb.
+// -text scores another text instead, such as a holdout set, and -metric
+// names the value another way.
 package main
 
 import (
@@ -22,6 +22,7 @@ const (
 
 func main() {
 	textPath := flag.String("text", valPath, "the text to score")
+	metric := flag.String("metric", "val_bpb", "the name to print the value under")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "eval: unexpected arguments %q\n", flag.Args())
@@ -32,7 +33,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("val_bpb: %.6f\n", bpb)
+	fmt.Printf("%s: %.6f\n", *metric, bpb)
 }
 
 func evaluate(textPath string) (float64, error) {

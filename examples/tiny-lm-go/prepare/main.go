@@ -5,9 +5,9 @@
 // program is idempotent: when both files exist it leaves them alone.
 //
 // With -out it writes one text from the same grammar instead, with the seed
-// and size that -seed and -size give: new prose for a holdout set, say.
+// and size that -seed and -size give: new prose for a test set, say.
 //
-//	go run ./prepare -out /tmp/holdout/holdout.txt -seed 7 -size 40000
+//	go run ./prepare -out /tmp/more/text.txt -seed 7 -size 40000
 package main
 
 import (
