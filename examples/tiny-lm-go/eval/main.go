@@ -17,18 +17,21 @@ import (
 
 const (
 	checkpointPath = "ckpt/model.bin"
-	valPath        = "data/val.txt"
+	defaultValPath = "data/val.txt"
 )
 
+// valPath is the text to score; -text sets it.
+var valPath = defaultValPath
+
 func main() {
-	textPath := flag.String("text", valPath, "the text to score")
+	flag.StringVar(&valPath, "text", defaultValPath, "the text to score")
 	metric := flag.String("metric", "val_bpb", "the name to print the value under")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "eval: unexpected arguments %q\n", flag.Args())
 		os.Exit(1)
 	}
-	bpb, err := evaluate(*textPath)
+	bpb, err := evaluate()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "eval:", err)
 		os.Exit(1)
@@ -36,7 +39,7 @@ func main() {
 	fmt.Printf("%s: %.6f\n", *metric, bpb)
 }
 
-func evaluate(textPath string) (float64, error) {
+func evaluate() (float64, error) {
 	model, err := lm.Load(checkpointPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("no checkpoint at %s: run `go run ./train` first", checkpointPath)
@@ -44,9 +47,9 @@ func evaluate(textPath string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	text, err := os.ReadFile(textPath)
+	text, err := os.ReadFile(valPath)
 	if err != nil {
-		if textPath == valPath {
+		if valPath == defaultValPath {
 			return 0, fmt.Errorf("read validation text (run `go run ./prepare` first): %w", err)
 		}
 		return 0, fmt.Errorf("read the text to score: %w", err)
