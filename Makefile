@@ -99,10 +99,11 @@ demo-holdout: build ## Run tiny-lm-go for five rounds with a hidden holdout that
 	@cp -r examples/tiny-lm-go/. $(DEMO_HOLDOUT_DIR)/repo/
 	@rm -rf $(DEMO_HOLDOUT_DIR)/repo/data $(DEMO_HOLDOUT_DIR)/repo/ckpt
 	@# The experiment file names the holdout, so it stays out of git; its dir
-	@# lies outside the repository and the worktree.
+	@# lies outside the repository and the worktree. holdout/README.md, with
+	@# the holdout's values, stays out of the repository.
 	@cd $(DEMO_HOLDOUT_DIR)/repo && \
 		sed 's|^    dir: .*|    dir: $(DEMO_HOLDOUT_DIR)/holdout|' holdout/experiment.yaml > experiment.yaml && \
-		rm holdout/experiment.yaml && echo experiment.yaml >> .gitignore && \
+		rm holdout/experiment.yaml holdout/README.md && echo experiment.yaml >> .gitignore && \
 		git init -q -b main && git add -A && \
 		git -c user.name=demo -c user.email=demo@localhost commit -q -m "tiny-lm-go baseline"
 	@echo "Writing the hidden holdout: new prose from the grammar, seed $(DEMO_HOLDOUT_SEED), into $(DEMO_HOLDOUT_DIR)/holdout..."
