@@ -10,6 +10,10 @@ KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" { p
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)-kal-$(KUBE_API_LINTER_VERSION)
 GO_TEST_FLAGS ?= -count=1
 DEMO_DIR ?= $(CURDIR)/.demo
+DEMO_HOLDOUT_DIR ?= $(CURDIR)/.demo-holdout
+# The seed of demo-holdout's hidden holdout text: new prose from the example's
+# grammar that no file of the example, and so no Researcher, holds.
+DEMO_HOLDOUT_SEED ?= 73196451
 
 .PHONY: all
 all: build
@@ -105,6 +109,29 @@ demo: build ## Run the bundled tiny-lm-go example for six rounds with the script
 	PATH="$(LOCALBIN):$$PATH" autoresearch status -f $(DEMO_DIR)/repo/experiment.yaml --worktree $(DEMO_DIR)/worktree
 	@echo
 	PATH="$(LOCALBIN):$$PATH" autoresearch report -f $(DEMO_DIR)/repo/experiment.yaml --worktree $(DEMO_DIR)/worktree -o $(DEMO_DIR)/report
+
+.PHONY: demo-holdout
+demo-holdout: build ## Run tiny-lm-go for five rounds with a hidden holdout that catches a round fitted to the validation text; report in .demo-holdout/report.
+	@rm -rf $(DEMO_HOLDOUT_DIR) && mkdir -p $(DEMO_HOLDOUT_DIR)/repo
+	@cp -r examples/tiny-lm-go/. $(DEMO_HOLDOUT_DIR)/repo/
+	@rm -rf $(DEMO_HOLDOUT_DIR)/repo/data $(DEMO_HOLDOUT_DIR)/repo/ckpt
+	@# The experiment file names the holdout, so it stays out of git; its dir
+	@# lies outside the repository and the worktree. holdout/README.md, with
+	@# the holdout's values, stays out of the repository.
+	@cd $(DEMO_HOLDOUT_DIR)/repo && \
+		sed 's|^    dir: .*|    dir: $(DEMO_HOLDOUT_DIR)/holdout|' holdout/experiment.yaml > experiment.yaml && \
+		rm holdout/experiment.yaml holdout/README.md && echo experiment.yaml >> .gitignore && \
+		git init -q -b main && git add -A && \
+		git -c user.name=demo -c user.email=demo@localhost commit -q -m "tiny-lm-go baseline"
+	@echo "Writing the hidden holdout: new prose from the grammar, seed $(DEMO_HOLDOUT_SEED), into $(DEMO_HOLDOUT_DIR)/holdout..."
+	@cd $(DEMO_HOLDOUT_DIR)/repo && go run ./prepare -out $(DEMO_HOLDOUT_DIR)/holdout/holdout.txt -seed $(DEMO_HOLDOUT_SEED) -size 40000
+	@echo "Compiling the example once so that rounds measure training, not the Go toolchain..."
+	@cd $(DEMO_HOLDOUT_DIR)/repo && go build -o /dev/null ./prepare ./train ./eval
+	PATH="$(LOCALBIN):$$PATH" autoresearch run -f $(DEMO_HOLDOUT_DIR)/repo/experiment.yaml --worktree $(DEMO_HOLDOUT_DIR)/worktree
+	@echo
+	PATH="$(LOCALBIN):$$PATH" autoresearch status -f $(DEMO_HOLDOUT_DIR)/repo/experiment.yaml --worktree $(DEMO_HOLDOUT_DIR)/worktree
+	@echo
+	PATH="$(LOCALBIN):$$PATH" autoresearch report -f $(DEMO_HOLDOUT_DIR)/repo/experiment.yaml --worktree $(DEMO_HOLDOUT_DIR)/worktree -o $(DEMO_HOLDOUT_DIR)/report
 
 ##@ Tools
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -25,11 +26,73 @@ const demoDir = "../../examples/tiny-lm-go"
 // version. It also checks that the plan fits the experiment: one step per
 // round, and only the compliance round touches a fixed file.
 func TestDemoPlan(t *testing.T) {
-	var experiment v1alpha1.AutoResearch
-	if err := yaml.UnmarshalStrict([]byte(readFile(t, filepath.Join(demoDir, "experiment.yaml"))), &experiment); err != nil {
-		t.Fatalf("experiment.yaml: %v", err)
+	spec := loadDemoSpec(t, "experiment.yaml")
+	replayDemoPlan(t, spec, []v1alpha1.Verdict{
+		v1alpha1.VerdictImproved,
+		v1alpha1.VerdictNotImproved,
+		v1alpha1.VerdictTrainFailed,
+		v1alpha1.VerdictComplianceFailed,
+		v1alpha1.VerdictImproved,
+		v1alpha1.VerdictImproved,
+	})
+}
+
+// TestDemoHoldoutPlan replays the plan of `make demo-holdout` as
+// TestDemoPlan does, and checks its experiment: a hidden holdout that
+// scores the candidate's checkpoint on a text in its own directory, and a
+// seed for that text, in the Makefile, that no file of the example holds.
+func TestDemoHoldoutPlan(t *testing.T) {
+	spec := loadDemoSpec(t, "holdout/experiment.yaml")
+	h := spec.Holdout
+	if h == nil {
+		t.Fatal("holdout/experiment.yaml names no spec.holdout")
 	}
-	spec := experiment.Spec
+	if !filepath.IsAbs(h.Dir) || !strings.Contains(h.Command, "$AUTORESEARCH_HOLDOUT_DIR/") || h.Tolerance == "" {
+		t.Errorf("spec.holdout %+v: want an absolute dir, a command that reads from $AUTORESEARCH_HOLDOUT_DIR and a tolerance", h)
+	}
+	if !slices.Contains(spec.Fixed.Files, v1alpha1.PathPattern("holdout/")) {
+		t.Errorf("fixed files %v leave out holdout/, where the plan is", spec.Fixed.Files)
+	}
+	replayDemoPlan(t, spec, []v1alpha1.Verdict{
+		v1alpha1.VerdictImproved,
+		v1alpha1.VerdictImproved,
+		v1alpha1.VerdictImproved,
+		v1alpha1.VerdictOverfit,
+		v1alpha1.VerdictImproved,
+	})
+
+	m := regexp.MustCompile(`(?m)^DEMO_HOLDOUT_SEED \?= (\d+)$`).FindStringSubmatch(readFile(t, "../../Makefile"))
+	if m == nil {
+		t.Fatal("the Makefile sets no DEMO_HOLDOUT_SEED")
+	}
+	err := filepath.WalkDir(demoDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if strings.Contains(readFile(t, path), m[1]) {
+			t.Errorf("%s holds the holdout's seed %s", path, m[1])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loadDemoSpec reads an experiment file of the example.
+func loadDemoSpec(t *testing.T, name string) v1alpha1.AutoResearchSpec {
+	t.Helper()
+	var experiment v1alpha1.AutoResearch
+	if err := yaml.UnmarshalStrict([]byte(readFile(t, filepath.Join(demoDir, name))), &experiment); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return experiment.Spec
+}
+
+// replayDemoPlan replays the plan that spec's Researcher plays, whose steps
+// must expect wantExpects, on a git copy of the example.
+func replayDemoPlan(t *testing.T, spec v1alpha1.AutoResearchSpec, wantExpects []v1alpha1.Verdict) {
+	t.Helper()
 	args := strings.Fields(spec.Researcher.Command)
 	i := slices.Index(args, "--plan")
 	if i < 0 || i == len(args)-1 {
@@ -45,14 +108,6 @@ func TestDemoPlan(t *testing.T) {
 	var expects []v1alpha1.Verdict
 	for _, s := range plan.Rounds {
 		expects = append(expects, s.Expect)
-	}
-	wantExpects := []v1alpha1.Verdict{
-		v1alpha1.VerdictImproved,
-		v1alpha1.VerdictNotImproved,
-		v1alpha1.VerdictTrainFailed,
-		v1alpha1.VerdictComplianceFailed,
-		v1alpha1.VerdictImproved,
-		v1alpha1.VerdictImproved,
 	}
 	if diff := cmp.Diff(wantExpects, expects); diff != "" {
 		t.Errorf("the demo's verdicts (-want +got):\n%s", diff)

@@ -3,9 +3,16 @@
 // The text is English-like prose from a small seeded grammar, so the data set
 // needs no download and is byte-for-byte the same on every machine. The
 // program is idempotent: when both files exist it leaves them alone.
+//
+// With -out it writes one text from the same grammar instead, with the seed
+// and size that -seed and -size give: new prose for a test set, say.
+//
+//	go run ./prepare -out /tmp/more/text.txt -seed 7 -size 40000
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,10 +32,32 @@ const (
 )
 
 func main() {
-	if err := run(); err != nil {
+	out := flag.String("out", "", "write one text to this path instead of the data set")
+	seed := flag.Uint64("seed", 0, "with -out: the grammar's seed")
+	size := flag.Int("size", valSize, "with -out: the text's size in bytes (whole paragraphs, so a little more)")
+	flag.Parse()
+	var err error
+	switch {
+	case flag.NArg() > 0:
+		err = fmt.Errorf("unexpected arguments %q", flag.Args())
+	case *out != "":
+		err = writeText(*out, *seed, *size)
+	case isSet("seed") || isSet("size"):
+		err = errors.New("-seed and -size need -out")
+	default:
+		err = run()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "prepare:", err)
 		os.Exit(1)
 	}
+}
+
+// isSet reports whether the flag was given on the command line.
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func run() error {
@@ -38,23 +67,35 @@ func run() error {
 		fmt.Println("data present:", trainPath, valPath)
 		return nil
 	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return err
-	}
 	for _, f := range []struct {
 		path string
 		size int
 		seed uint64
 	}{{trainPath, trainSize, trainSeed}, {valPath, valSize, valSeed}} {
-		text := generate(f.seed, f.size)
-		if _, err := lm.Encode(text); err != nil {
-			return fmt.Errorf("generated text for %s: %w", f.path, err)
-		}
-		if err := writeAtomic(f.path, text); err != nil {
+		if err := writeText(f.path, f.seed, f.size); err != nil {
 			return err
 		}
-		fmt.Printf("wrote %s (%d bytes)\n", f.path, len(text))
 	}
+	return nil
+}
+
+// writeText writes size bytes (rounded up to whole paragraphs) of prose from
+// the grammar with seed to path.
+func writeText(path string, seed uint64, size int) error {
+	if size < 1 {
+		return fmt.Errorf("size %d: must be at least 1", size)
+	}
+	text := generate(seed, size)
+	if _, err := lm.Encode(text); err != nil {
+		return fmt.Errorf("generated text for %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := writeAtomic(path, text); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s (%d bytes)\n", path, len(text))
 	return nil
 }
 
