@@ -9,6 +9,11 @@ GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/
 KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" { print $$2 }' hack/tools/go.mod)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)-kal-$(KUBE_API_LINTER_VERSION)
 GO_TEST_FLAGS ?= -count=1
+# The version stamped into the binaries (`autoresearch version`, `manager
+# --version`) and the tag of the image hack/image.sh builds: a release is
+# the git tag vX.Y.Z; builds between releases say how far they are from it.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+VERSION_LDFLAGS := -X github.com/autoresearch-dev/autoresearch-operator/internal/version.version=$(VERSION)
 DEMO_DIR ?= $(CURDIR)/.demo
 
 .PHONY: all
@@ -71,8 +76,8 @@ bench: ## Run the benchmarks.
 ##@ Build
 
 .PHONY: build
-build: ## Build the autoresearch binary into bin/.
-	go build -o $(LOCALBIN)/autoresearch ./cmd/autoresearch
+build: ## Build the autoresearch binary into bin/, stamped with $(VERSION).
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(LOCALBIN)/autoresearch ./cmd/autoresearch
 
 .PHONY: demo
 demo: build ## Run the bundled tiny-lm-go example for six rounds with the scripted Researcher, then write its report to .demo/report.
@@ -107,9 +112,11 @@ $(GOLANGCI_LINT):
 ##@ Deployment
 
 # The operator image: the manager, the step wrapper and git in one image.
-IMG ?= ghcr.io/autoresearch-dev/autoresearch-operator:latest
-# The image config/ names; deploy replaces it with $(IMG).
-DEFAULT_IMG := ghcr.io/autoresearch-dev/autoresearch-operator:latest
+IMG_REPO := ghcr.io/autoresearch-dev/autoresearch-operator
+IMG ?= $(IMG_REPO):$(VERSION)
+# The image config/ names, tagged with the chart's appVersion (the last
+# release); deploy replaces it with $(IMG).
+DEFAULT_IMG := $(IMG_REPO):$(shell sed -n 's/^appVersion: "\(.*\)"$$/\1/p' charts/autoresearch-operator/Chart.yaml)
 CONTAINER_TOOL ?= docker
 KUBECTL ?= kubectl
 HELM_VERSION ?= v3.22.0
@@ -134,7 +141,7 @@ helm-lint: helm ## Lint the Helm chart and check it against config/ (renders it 
 
 .PHONY: docker-build
 docker-build: ## Build the operator image $(IMG).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the operator image $(IMG).
