@@ -139,6 +139,10 @@ helm-lint: helm ## Lint the Helm chart and check it against config/ (renders it 
 	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) --set networkPolicy.enabled=false >/dev/null
 	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./test/manifests/...
 
+.PHONY: image
+image: ## Build the operator image without Docker, as a docker-archive in bin/image tagged $(VERSION) (hack/image.sh; needs root the first time).
+	VERSION=$(VERSION) IMG_REPO=$(IMG_REPO) hack/image.sh
+
 .PHONY: docker-build
 docker-build: ## Build the operator image $(IMG).
 	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) -t $(IMG) .
