@@ -5,9 +5,11 @@
 # `podman load` accept. It is the image the Dockerfile describes: keep the
 # two in step (same packages, user, files and entrypoint).
 #
-#   hack/image.sh            # the operator image
-#   hack/image.sh go         # and the Go toolchain image the tiny-lm-go
-#                            # example trains and evaluates in
+#   hack/image.sh [IMAGE...]   # IMAGE: operator (the default), go, pause
+#
+# operator is the operator's image; go, the Go toolchain image the
+# tiny-lm-go example trains and evaluates in on a real node; pause, the
+# sandbox image a real node's containerd needs (hack/e2e/real-node.sh).
 #
 # Prints the path of each archive it wrote. Layers:
 #   1. Debian trixie minbase (debootstrap from Debian's mirror) with
@@ -17,7 +19,8 @@
 #      cached under $IMAGE_DIR (remove rootfs-* and layers/ to rebuild).
 #   2. /manager and /autoresearch: static (CGO_ENABLED=0), -trimpath,
 #      stamped with $VERSION (internal/version).
-# The Go image is layer 1 and $(go env GOROOT) as /usr/local/go.
+# The Go image is layer 1 and $(go env GOROOT) as /usr/local/go; pause is
+# build/pause/linux/pause.c of k8s.io/kubernetes, compiled static.
 #
 # Environment: VERSION (default: git describe --tags --always --dirty; the
 # image tag), IMG_REPO, GO_IMG_REPO, IMAGE_DIR (default bin/image),
@@ -32,6 +35,9 @@ DEBIAN_SUITE=trixie
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PACKAGES=ca-certificates,git,openssh-client
 ARCH=amd64
+K8S_VERSION=${K8S_VERSION:-1.37.2}
+# The sandbox image containerd 2.4 pins.
+PAUSE_VERSION=${PAUSE_VERSION:-3.10.2}
 # Layers and configs take their times from the last commit, so that the
 # same source makes the same layer digests.
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
@@ -152,17 +158,43 @@ archive() {
   echo "$out"
 }
 
+# pause_layer prints the digest of a layer holding /pause, the sandbox
+# container a real node's runtime starts for every pod, compiled from the
+# kubernetes module's source.
+pause_layer() {
+  local src
+  src=$(cd "$work" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  mkdir -p "$work/pause"
+  gcc -Os -static -Wall -Werror -DVERSION="v$PAUSE_VERSION" -o "$work/pause/pause" "$src/build/pause/linux/pause.c"
+  strip "$work/pause/pause"
+  tarball "$work/pause" "$work/pause.tar" --owner=0 --group=0
+  store "$work/pause.tar"
+}
+
 created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-base=$(base_layer)
 
-archive "$IMAGE_DIR/autoresearch-operator-$VERSION.tar" "$IMG_REPO:$VERSION" \
-  "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=$path\",\"HOME=/home/nonroot\"],\"Entrypoint\":[\"/manager\"],\"WorkingDir\":\"/\",\"Labels\":{\"org.opencontainers.image.version\":\"$VERSION\",\"org.opencontainers.image.source\":\"https://github.com/autoresearch-dev/autoresearch-operator\"}}}" \
-  "$base" "$(binaries_layer)"
-
-if [ "${1:-}" = go ]; then
-  # GOTOOLCHAIN=local: the image cannot download another toolchain.
-  archive "$IMAGE_DIR/autoresearch-examples-go-$VERSION.tar" "$GO_IMG_REPO:$VERSION" \
-    "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/go/bin:$path\",\"HOME=/home/nonroot\",\"GOTOOLCHAIN=local\",\"CGO_ENABLED=0\"],\"Cmd\":[\"/bin/sh\"],\"WorkingDir\":\"/\"}}" \
-    "$base" "$(go_layer)"
-fi
+for image in "${@:-operator}"; do
+  case "$image" in
+    operator)
+      archive "$IMAGE_DIR/autoresearch-operator-$VERSION.tar" "$IMG_REPO:$VERSION" \
+        "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=$path\",\"HOME=/home/nonroot\"],\"Entrypoint\":[\"/manager\"],\"WorkingDir\":\"/\",\"Labels\":{\"org.opencontainers.image.version\":\"$VERSION\",\"org.opencontainers.image.source\":\"https://github.com/autoresearch-dev/autoresearch-operator\"}}}" \
+        "$(base_layer)" "$(binaries_layer)"
+      ;;
+    go)
+      # GOTOOLCHAIN=local: the image cannot download another toolchain.
+      archive "$IMAGE_DIR/autoresearch-examples-go-$VERSION.tar" "$GO_IMG_REPO:$VERSION" \
+        "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/go/bin:$path\",\"HOME=/home/nonroot\",\"GOTOOLCHAIN=local\",\"CGO_ENABLED=0\"],\"Cmd\":[\"/bin/sh\"],\"WorkingDir\":\"/\"}}" \
+        "$(base_layer)" "$(go_layer)"
+      ;;
+    pause)
+      archive "$IMAGE_DIR/pause-$PAUSE_VERSION.tar" "registry.k8s.io/pause:$PAUSE_VERSION" \
+        "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65535:65535\",\"Entrypoint\":[\"/pause\"],\"WorkingDir\":\"/\"}}" \
+        "$(pause_layer)"
+      ;;
+    *)
+      echo "hack/image.sh: unknown image $image (operator, go, pause)" >&2
+      exit 2
+      ;;
+  esac
+done
