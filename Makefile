@@ -181,6 +181,11 @@ e2e: ## Run the operator on a local control plane with a process-kubelet node, c
 	hack/e2e/cluster.sh up
 	go test -tags e2e -count=1 -v -timeout 60m ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
+.PHONY: e2e-real
+e2e-real: ## Run TestRealNode on a real node (containerd, runc, a kubelet; hack/e2e/real-node.sh) with the operator's image; not part of make test.
+	E2E_NODE=real hack/e2e/cluster.sh up || { hack/e2e/cluster.sh down; exit 1; }
+	E2E_REAL_NODE=1 go test -tags e2e -count=1 -v -timeout 40m -run '^(TestRealNode|TestControlPlaneVersion)$$' ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
+
 .PHONY: dev-cluster
 dev-cluster: ## Start the local control plane and process-kubelet node and leave them running (KUBECONFIG=bin/e2e/kubeconfig).
 	hack/e2e/cluster.sh up
