@@ -421,7 +421,7 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeShm, MountPath: shmMount})
 	}
 	b.toolsInit(&spec)
-	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step))
+	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step, path.Dir(opts.LogPath)))
 	spec.NodeSelector = s.Train.NodeSelector
 	spec.Tolerations = s.Train.Tolerations
 	if opts.FixedHashesFile != "" {
@@ -478,8 +478,8 @@ func (b childBuilder) runDir(a round.Action, step string) string {
 // checkoutInit makes the step's fresh checkout of the action's code with
 // the operator's image, which has git; an evaluation's gets the training
 // outputs.
-func (b childBuilder) checkoutInit(a round.Action, step string) corev1.Container {
-	o := steps.CheckoutOptions{Worktree: b.worktree(), Commit: a.Code, Dest: b.runDir(a, step)}
+func (b childBuilder) checkoutInit(a round.Action, step, logDir string) corev1.Container {
+	o := steps.CheckoutOptions{Worktree: b.worktree(), Commit: a.Code, Dest: b.runDir(a, step), LogDir: logDir}
 	if step == steps.StepEval {
 		o.Trained = path.Join(b.runDir(a, steps.StepTrain), string(b.ar.Spec.Source.Subdir))
 		o.Outputs = v1alpha1.Strings(b.ar.Spec.Train.Outputs)
