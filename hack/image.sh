@@ -16,7 +16,7 @@
 #      ca-certificates, git and openssh-client; the user nonroot (65532)
 #      with its HOME; `git config --system safe.directory '*'`, since pods
 #      of other users share the workspace volume. Built once, as root, and
-#      cached under $IMAGE_DIR (remove rootfs-* and layers/ to rebuild).
+#      cached under $IMAGE_DIR (remove .rootfs-* and layers/ to rebuild).
 #   2. /manager and /autoresearch: static (CGO_ENABLED=0), -trimpath,
 #      stamped with $VERSION (internal/version).
 # The Go image is layer 1 and $(go env GOROOT) as /usr/local/go; pause is
@@ -90,7 +90,8 @@ debootstrap_rootfs() {
 
 # base_layer prints the digest of the Debian layer, building it once.
 base_layer() {
-  local rootfs=$IMAGE_DIR/rootfs-$DEBIAN_SUITE digest
+  # A dot keeps the go tool (./...) out of its Go files.
+  local rootfs=$IMAGE_DIR/.rootfs-$DEBIAN_SUITE digest
   if [ -f "$rootfs.digest" ] && [ -f "$IMAGE_DIR/layers/$(cat "$rootfs.digest").tar" ]; then
     cat "$rootfs.digest"
     return

@@ -188,10 +188,10 @@ autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(
 			"workspace":        map[string]any{"size": "1Gi"},
 			// The Go toolchain compiles the standard library afresh in
 			// every pod: time for that.
-			"fixed":    map[string]any{"files": []string{"prepare/main.go", "lm/lm.go", "eval/main.go", "scripted-researcher.yaml"}, "timeLimit": "3m"},
-			"variable": map[string]any{"files": []string{"train/main.go"}},
-			"train":    map[string]any{"image": goImage, "command": "go run ./prepare && go run ./train", "outputs": []string{"ckpt"}, "gpus": 1},
-			"eval":     map[string]any{"metric": "val_bpb", "direction": "minimize", "command": "go run ./prepare && go run ./eval"},
+			"fixed":      map[string]any{"files": []string{"prepare/main.go", "lm/lm.go", "eval/main.go", "scripted-researcher.yaml"}, "timeLimit": "3m"},
+			"variable":   map[string]any{"files": []string{"train/main.go"}},
+			"train":      map[string]any{"image": goImage, "command": "go run ./prepare && go run ./train", "outputs": []string{"ckpt"}, "gpus": 1},
+			"eval":       map[string]any{"metric": "val_bpb", "direction": "minimize", "command": "go run ./prepare && go run ./eval"},
 			"researcher": map[string]any{"command": researcher, "timeout": "2m"},
 		},
 	})
