@@ -1,10 +1,15 @@
 # One image for the operator and its steps: /manager runs the controller;
 # /autoresearch runs the git and compliance steps in pods of this image and is
 # copied into user images to wrap their training and evaluation commands.
+#
+# hack/image.sh (`make image`) builds the same image without Docker, as a
+# docker-archive: keep the two describing the same files, user and entrypoint.
 
 FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
 ARG TARGETOS
 ARG TARGETARCH
+# The version the binaries report (`make docker-build` passes git describe).
+ARG VERSION=devel
 WORKDIR /src
 
 # Dependencies first, so that source changes reuse this layer.
@@ -18,9 +23,9 @@ COPY internal/ internal/
 
 # Static binaries: the step wrapper must run in any user image, whatever its libc.
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager && \
+    go build -trimpath -ldflags="-s -w -X github.com/autoresearch-dev/autoresearch-operator/internal/version.version=${VERSION}" -o /out/manager ./cmd/manager && \
     CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o /out/autoresearch ./cmd/autoresearch
+    go build -trimpath -ldflags="-s -w -X github.com/autoresearch-dev/autoresearch-operator/internal/version.version=${VERSION}" -o /out/autoresearch ./cmd/autoresearch
 
 # Debian rather than distroless: the step pods need git, and ssh for clones
 # with an ssh-privatekey credential. The workspace volume is shared by pods

@@ -9,6 +9,11 @@ GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/
 KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" { print $$2 }' hack/tools/go.mod)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)-kal-$(KUBE_API_LINTER_VERSION)
 GO_TEST_FLAGS ?= -count=1
+# The version stamped into the binaries (`autoresearch version`, `manager
+# --version`) and the tag of the image hack/image.sh builds: a release is
+# the git tag vX.Y.Z; builds between releases say how far they are from it.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+VERSION_LDFLAGS := -X github.com/autoresearch-dev/autoresearch-operator/internal/version.version=$(VERSION)
 DEMO_DIR ?= $(CURDIR)/.demo
 DEMO_HOLDOUT_DIR ?= $(CURDIR)/.demo-holdout
 # The seed of demo-holdout's hidden holdout text: new prose from the example's
@@ -75,8 +80,8 @@ bench: ## Run the benchmarks.
 ##@ Build
 
 .PHONY: build
-build: ## Build the autoresearch binary into bin/.
-	go build -o $(LOCALBIN)/autoresearch ./cmd/autoresearch
+build: ## Build the autoresearch binary into bin/, stamped with $(VERSION).
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(LOCALBIN)/autoresearch ./cmd/autoresearch
 
 .PHONY: plugin
 plugin: ## Build the kubectl plugin, one static binary, into bin/kubectl-autoresearch (copy it onto your PATH).
@@ -151,9 +156,11 @@ $(GOLANGCI_LINT):
 ##@ Deployment
 
 # The operator image: the manager, the step wrapper and git in one image.
-IMG ?= ghcr.io/autoresearch-dev/autoresearch-operator:latest
-# The image config/ names; deploy replaces it with $(IMG).
-DEFAULT_IMG := ghcr.io/autoresearch-dev/autoresearch-operator:latest
+IMG_REPO := ghcr.io/autoresearch-dev/autoresearch-operator
+IMG ?= $(IMG_REPO):$(VERSION)
+# The image config/ names, tagged with the chart's appVersion (the last
+# release); deploy replaces it with $(IMG).
+DEFAULT_IMG := $(IMG_REPO):$(shell sed -n 's/^appVersion: "\(.*\)"$$/\1/p' charts/autoresearch-operator/Chart.yaml)
 CONTAINER_TOOL ?= docker
 KUBECTL ?= kubectl
 HELM_VERSION ?= v3.22.0
@@ -178,9 +185,13 @@ helm-lint: helm ## Lint the Helm chart and check it against config/ (renders it 
 	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) --set grafanaDashboard.enabled=true >/dev/null
 	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./test/manifests/...
 
+.PHONY: image
+image: ## Build the operator image without Docker, as a docker-archive in bin/image tagged $(VERSION) (hack/image.sh; needs root the first time).
+	VERSION=$(VERSION) IMG_REPO=$(IMG_REPO) hack/image.sh
+
 .PHONY: docker-build
 docker-build: ## Build the operator image $(IMG).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) -t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the operator image $(IMG).
@@ -215,6 +226,11 @@ $(HELM):
 e2e: ## Run the operator on a local control plane with a process-kubelet node, checked through kubectl (test/e2e).
 	hack/e2e/cluster.sh up
 	go test -tags e2e -count=1 -v -timeout 60m ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
+
+.PHONY: e2e-real
+e2e-real: ## Run TestRealNode on a real node (containerd, runc, a kubelet; hack/e2e/real-node.sh) with the operator's image; not part of make test.
+	E2E_NODE=real hack/e2e/cluster.sh up || { hack/e2e/cluster.sh down; exit 1; }
+	E2E_REAL_NODE=1 go test -tags e2e -count=1 -v -timeout 40m -run '^(TestRealNode|TestControlPlaneVersion)$$' ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
 .PHONY: dev-cluster
 dev-cluster: ## Start the local control plane and process-kubelet node and leave them running (KUBECONFIG=bin/e2e/kubeconfig).

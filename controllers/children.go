@@ -412,7 +412,7 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 		{Name: volumeWorkspace, MountPath: path.Dir(opts.LogPath), SubPath: workspaceSubPath(path.Dir(opts.LogPath))},
 	}
 	spec := b.gpuPodSpec(c)
-	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step))
+	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step, path.Dir(opts.LogPath)))
 	if opts.FixedHashesFile != "" {
 		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeHashes, MountPath: hashesMount, ReadOnly: true})
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeHashes, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -576,8 +576,8 @@ func holdoutVolumeSource(v *v1alpha1.HoldoutVolume) corev1.VolumeSource {
 // checkoutInit makes the step's fresh checkout of the action's code with
 // the operator's image, which has git; an evaluation's gets the training
 // outputs.
-func (b childBuilder) checkoutInit(a round.Action, step string) corev1.Container {
-	o := steps.CheckoutOptions{Worktree: b.worktree(), Commit: a.Code, Dest: b.runDir(a, step)}
+func (b childBuilder) checkoutInit(a round.Action, step, logDir string) corev1.Container {
+	o := steps.CheckoutOptions{Worktree: b.worktree(), Commit: a.Code, Dest: b.runDir(a, step), LogDir: logDir}
 	if step == steps.StepEval {
 		o.Trained = path.Join(b.runDir(a, steps.StepTrain), string(b.ar.Spec.Source.Subdir))
 		o.Outputs = v1alpha1.Strings(b.ar.Spec.Train.Outputs)

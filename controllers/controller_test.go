@@ -445,6 +445,11 @@ func checkSealedJob(t *testing.T, job *batchv1.Job, step, candidate string) {
 	if !strings.Contains(checkout, "--commit="+candidate) || !strings.Contains(checkout, "--dest="+run) {
 		t.Errorf("%s: checkout init container args %q, want the candidate %s checked out into %s", job.Name, checkout, candidate, run)
 	}
+	// The step's log directory is mounted by subPath: the checkout makes
+	// it as the step's user, or the kubelet makes it owned by root.
+	if !strings.Contains(checkout, "--log-dir=/workspace/logs/round-1") {
+		t.Errorf("%s: checkout %q does not make the step's log directory", job.Name, checkout)
+	}
 	if step == "eval" && !strings.Contains(checkout, "--trained=/workspace/state/runs/r1/train/exp") {
 		t.Errorf("%s: the evaluation's checkout %q does not get the training outputs", job.Name, checkout)
 	}

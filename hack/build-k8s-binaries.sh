@@ -10,7 +10,7 @@
 # rather than v0.0.0-master. Results are cached in DIR; a cached binary
 # that does not report the wanted version is built again.
 #
-#   hack/build-k8s-binaries.sh DIR [kube-apiserver kube-controller-manager kube-scheduler kubectl etcd]
+#   hack/build-k8s-binaries.sh DIR [kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl etcd]
 #   hack/build-k8s-binaries.sh --check DIR BINARY...   # exit 1 if any is missing or stale
 set -euo pipefail
 
@@ -77,9 +77,11 @@ ldflags() {
   echo "${flags[*]}"
 }
 
+# main_for BINARY: the package of its command and the call that makes it.
 main_for() {
   case "$1" in
     kube-apiserver) echo 'k8s.io/kubernetes/cmd/kube-apiserver/app|app.NewAPIServerCommand()' ;;
+    kubelet) echo 'k8s.io/kubernetes/cmd/kubelet/app|app.NewKubeletCommand(context.Background())' ;;
     kube-controller-manager) echo 'k8s.io/kubernetes/cmd/kube-controller-manager/app|app.NewControllerManagerCommand()' ;;
     kube-scheduler) echo 'k8s.io/kubernetes/cmd/kube-scheduler/app|app.NewSchedulerCommand()' ;;
   esac
@@ -106,13 +108,16 @@ GO
       go mod tidy >/dev/null 2>&1
       go build -o "$out/etcd" .
       ;;
-    kube-*)
+    kube-* | kubelet)
       k8s_module
       IFS='|' read -r pkg call <<<"$(main_for "$b")"
+      context=
+      [[ $call == *context.* ]] && context='"context"'
       mkdir -p "$work/k8s/$b" && cat > "$work/k8s/$b/main.go" <<GO
 package main
 
 import (
+	$context
 	"os"
 
 	"k8s.io/component-base/cli"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/version"
 )
 
 // execute runs the CLI in-process and returns its output and error.
@@ -316,5 +317,15 @@ max_rounds: 2
 	out, _ = execute(t, "import", src)
 	if strings.Contains(out, "not enforced") || !strings.Contains(out, "- 'Random seed: 42 (set in train.py)'") {
 		t.Errorf("import with markers: want the seed kept as a constraint and nothing named as not enforced:\n%s", out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := execute(t, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "autoresearch " + version.String() + "\n"; out != want {
+		t.Errorf("autoresearch version printed %q, want %q", out, want)
 	}
 }

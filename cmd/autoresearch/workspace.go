@@ -301,16 +301,22 @@ func newWorkspaceCheckoutCommand() *cobra.Command {
 	var (
 		wt                    worktreeFlags
 		commit, dest, trained string
+		logDir                string
 		outputs               []string
 	)
 	cmd := &cobra.Command{
-		Use:   "checkout --name NAME --commit SHA --dest DIR [--trained DIR --output PATH...]",
+		Use:   "checkout --name NAME --commit SHA --dest DIR [--trained DIR --output PATH...] [--log-dir DIR]",
 		Short: "Make the fresh checkout of a commit that a training or evaluation step runs in; an evaluation's gets the training outputs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ws, err := wt.open()
 			if err != nil {
 				return err
+			}
+			if logDir != "" {
+				if err := os.MkdirAll(logDir, 0o755); err != nil {
+					return err
+				}
 			}
 			_, err = supervisor.PrepareRun(cmd.Context(), ws, commit, dest, trained, outputs)
 			return err
@@ -322,6 +328,7 @@ func newWorkspaceCheckoutCommand() *cobra.Command {
 	fl.StringVar(&dest, "dest", "", "the checkout, emptied first")
 	fl.StringVar(&trained, "trained", "", "the experiment directory of the training checkout, for an evaluation")
 	fl.StringArrayVar(&outputs, "output", nil, "a training output to copy from --trained, relative to the experiment directory")
+	fl.StringVar(&logDir, "log-dir", "", "a directory to make for the step's log, which the step's pod mounts")
 	for _, name := range []string{"commit", "dest"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

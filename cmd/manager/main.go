@@ -23,6 +23,7 @@ import (
 
 	autoresearchv1alpha1 "github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/controllers"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/version"
 )
 
 // imageEnv names the environment variable that --image defaults to; the
@@ -47,6 +48,7 @@ type options struct {
 	kubeAPIQPS              float64
 	kubeAPIBurst            int
 	zap                     zap.Options
+	printVersion            bool
 }
 
 func main() {
@@ -57,6 +59,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
 		os.Exit(2)
+	}
+	if opts.printVersion {
+		fmt.Println("manager", version.String())
+		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
 
@@ -104,6 +110,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 		"How many experiments reconcile at once.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "Requests a second the manager may send to the API server.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "Requests the manager may send in a burst to the API server.")
+	fs.BoolVar(&o.printVersion, "version", false, "Print the version this binary was built from and exit.")
 	o.zap.BindFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
@@ -112,7 +119,7 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.image == "" {
+	if o.image == "" && !o.printVersion {
 		return nil, fmt.Errorf("--image or $%s is required: the operator runs its git and compliance steps in that image", imageEnv)
 	}
 	return o, nil

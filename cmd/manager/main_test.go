@@ -96,6 +96,10 @@ func TestParseOptions(t *testing.T) {
 			args:    []string{"--image=op", `--step-resources={"requests":{"cpu":"2"},"limits":{"cpu":"1"}}`},
 			wantErr: true,
 		},
+		"--version needs no image": {
+			args: []string{"--version"},
+			want: with(func(o *options) { o.printVersion = true }),
+		},
 		"zap flags are accepted": {
 			args: []string{"--image=op", "--zap-log-level=debug", "--zap-devel"},
 			want: with(func(o *options) { o.image = "op" }),

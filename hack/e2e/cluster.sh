@@ -5,6 +5,9 @@
 #   hack/e2e/cluster.sh up     # build what is missing, start, wait until ready
 #   hack/e2e/cluster.sh down   # stop every process started by `up`
 #
+# E2E_NODE=real starts a real node (containerd and a kubelet,
+# hack/e2e/real-node.sh) instead of the process-kubelet.
+#
 # etcd, kube-apiserver (RBAC; static tokens for the admin and the
 # operator's service account), kube-controller-manager (--controllers=*),
 # kube-scheduler and process-kubelet (a Node with nvidia.com/gpu, whose
@@ -21,6 +24,7 @@ KCM_PORT=${KCM_PORT:-20257}
 SCHEDULER_PORT=${SCHEDULER_PORT:-20259}
 # The node's kubelet API (container logs), which the API server calls.
 KUBELET_PORT=${KUBELET_PORT:-$((APISERVER_PORT + 1))}
+E2E_NODE=${E2E_NODE:-process}
 # The operator's identity; config/rbac binds its roles to this account.
 OPERATOR_NS=autoresearch-system
 OPERATOR_SA=autoresearch-controller-manager
@@ -112,7 +116,7 @@ up() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true --endpoint-reconciler-type none \
-    --kubelet-preferred-address-types InternalIP \
+    --kubelet-preferred-address-types InternalIP,Hostname \
     --kubelet-client-certificate "$pki/apiserver.crt" --kubelet-client-key "$pki/apiserver.key" \
     --enable-admission-plugins NamespaceLifecycle,ServiceAccount,DefaultStorageClass,PersistentVolumeClaimResize
   wait_for kube-apiserver 120 kubectl get --raw /readyz
@@ -126,7 +130,21 @@ up() {
     --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
     --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --leader-elect=false
 
-  kubectl apply -f - >/dev/null <<SC
+  if [ "$E2E_NODE" = real ]; then
+    # No provisioner: a test binds its claims to volumes it makes.
+    kubectl apply -f - >/dev/null <<SC
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: real-local
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: Immediate
+reclaimPolicy: Retain
+SC
+    K8S_BIN=$K8S_BIN E2E_DIR=$E2E_DIR E2E_GPUS=$E2E_GPUS "$root/hack/e2e/real-node.sh" up
+  else
+    kubectl apply -f - >/dev/null <<SC
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata:
@@ -136,19 +154,23 @@ provisioner: autoresearch.dev/process-kubelet
 volumeBindingMode: Immediate
 reclaimPolicy: Retain
 SC
-  start process-kubelet env KUBECONFIG="$kc" "$E2E_DIR/process-kubelet" \
-    --node-name process-node --gpus "$E2E_GPUS" --state-dir "$E2E_DIR/state/node" \
-    --image-file "/autoresearch=$E2E_DIR/autoresearch" \
-    --listen-address "127.0.0.1:$KUBELET_PORT" --tls-cert-file "$pki/apiserver.crt" \
-    --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/apiserver.crt"
-  wait_for "node process-node" 120 kubectl wait --for=condition=Ready node/process-node --timeout=1s
+    start process-kubelet env KUBECONFIG="$kc" "$E2E_DIR/process-kubelet" \
+      --node-name process-node --gpus "$E2E_GPUS" --state-dir "$E2E_DIR/state/node" \
+      --image-file "/autoresearch=$E2E_DIR/autoresearch" \
+      --listen-address "127.0.0.1:$KUBELET_PORT" --tls-cert-file "$pki/apiserver.crt" \
+      --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/apiserver.crt"
+    wait_for "node process-node" 120 kubectl wait --for=condition=Ready node/process-node --timeout=1s
+  fi
   wait_for "service account default" 60 kubectl get serviceaccount default
   echo "cluster ready: export KUBECONFIG=$E2E_DIR/kubeconfig  (kubectl: $K8S_BIN/kubectl)"
 }
 
 down() {
-  # Reverse start order: the node agent stops its containers first.
+  # Reverse start order: the node stops its containers first.
   local name pid
+  if [ -d "$E2E_DIR/node" ]; then
+    K8S_BIN=$K8S_BIN E2E_DIR=$E2E_DIR "$root/hack/e2e/real-node.sh" down
+  fi
   for name in process-kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
     [ -f "$E2E_DIR/pids/$name" ] || continue
     pid=$(cat "$E2E_DIR/pids/$name")

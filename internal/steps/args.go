@@ -286,12 +286,16 @@ type CheckoutOptions struct {
 	// Outputs an evaluation's checkout gets; empty for training.
 	Trained string
 	Outputs []string
+	// LogDir is made for the step's log, as the step's user: the kubelet
+	// would make a missing subPath directory owned by root, which the
+	// step could not write to.
+	LogDir string
 }
 
 // CheckoutArgs is the command line of `autoresearch workspace checkout`.
 func CheckoutArgs(binary string, o CheckoutOptions) []string {
 	args := append([]string{binary, "workspace", "checkout"}, o.Worktree.args()...)
-	args = append(args, flags("commit", o.Commit, "dest", o.Dest, "trained", o.Trained)...)
+	args = append(args, flags("commit", o.Commit, "dest", o.Dest, "trained", o.Trained, "log-dir", o.LogDir)...)
 	for _, out := range o.Outputs {
 		args = append(args, "--output="+out)
 	}

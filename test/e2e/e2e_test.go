@@ -137,6 +137,9 @@ type manager struct {
 	t   *testing.T
 	cmd *exec.Cmd
 	n   int
+	// image is the operator's image, for its step pods; the
+	// process-kubelet ignores images.
+	image string
 }
 
 func (m *manager) start() {
@@ -145,7 +148,11 @@ func (m *manager) start() {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	m.cmd = exec.Command(filepath.Join(e2eDir, "manager"), "--image=autoresearch:e2e", "--leader-elect=true",
+	image := m.image
+	if image == "" {
+		image = "autoresearch:e2e"
+	}
+	m.cmd = exec.Command(filepath.Join(e2eDir, "manager"), "--image="+image, "--leader-elect=true",
 		"--leader-election-namespace=autoresearch-system", "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(e2eDir, "operator.kubeconfig"))
 	m.cmd.Stdout, m.cmd.Stderr = log, log

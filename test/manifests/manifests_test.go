@@ -547,3 +547,34 @@ func TestSamples(t *testing.T) {
 		})
 	}
 }
+
+// TestImageTagsAgree: a release is a tag vX.Y.Z; the chart's appVersion
+// and the tag kustomize gives the image both name it, so that both ways of
+// installing run the same image (see config/manager/kustomization.yaml).
+func TestImageTagsAgree(t *testing.T) {
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	var kustomization struct {
+		Images []struct {
+			Name    string `json:"name"`
+			NewTag  string `json:"newTag"`
+			NewName string `json:"newName"`
+		} `json:"images"`
+	}
+	for path, into := range map[string]any{chartDir + "/Chart.yaml": &chart, root + "/config/manager/kustomization.yaml": &kustomization} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(data, into); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	if len(kustomization.Images) != 1 {
+		t.Fatalf("config/manager/kustomization.yaml names %d images, want the operator's alone", len(kustomization.Images))
+	}
+	if got := kustomization.Images[0].NewTag; got != chart.AppVersion {
+		t.Errorf("kustomize tags the image %q, the chart's appVersion is %q: release both as the same tag", got, chart.AppVersion)
+	}
+}

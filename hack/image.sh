@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Builds the operator's image without Docker or a registry, as a
+# docker-archive (manifest.json, a config with os and architecture, and
+# uncompressed layers) that `ctr images import`, `docker load` and
+# `podman load` accept. It is the image the Dockerfile describes: keep the
+# two in step (same packages, user, files and entrypoint).
+#
+#   hack/image.sh [IMAGE...]   # IMAGE: operator (the default), go, pause
+#
+# operator is the operator's image; go, the Go toolchain image the
+# tiny-lm-go example trains and evaluates in on a real node; pause, the
+# sandbox image a real node's containerd needs (hack/e2e/real-node.sh).
+#
+# Prints the path of each archive it wrote. Layers:
+#   1. Debian trixie minbase (debootstrap from Debian's mirror) with
+#      ca-certificates, git and openssh-client; the user nonroot (65532)
+#      with its HOME; `git config --system safe.directory '*'`, since pods
+#      of other users share the workspace volume. Built once, as root, and
+#      cached under $IMAGE_DIR (remove .rootfs-* and layers/ to rebuild).
+#   2. /manager and /autoresearch: static (CGO_ENABLED=0), -trimpath,
+#      stamped with $VERSION (internal/version).
+# The Go image is layer 1 and $(go env GOROOT) as /usr/local/go; pause is
+# build/pause/linux/pause.c of k8s.io/kubernetes, compiled static.
+#
+# Environment: VERSION (default: git describe --tags --always --dirty; the
+# image tag), IMG_REPO, GO_IMG_REPO, IMAGE_DIR (default bin/image),
+# DEBIAN_MIRROR.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+VERSION=${VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo devel)}
+IMG_REPO=${IMG_REPO:-ghcr.io/autoresearch-dev/autoresearch-operator}
+GO_IMG_REPO=${GO_IMG_REPO:-ghcr.io/autoresearch-dev/autoresearch-examples-go}
+IMAGE_DIR=${IMAGE_DIR:-$root/bin/image}
+DEBIAN_SUITE=trixie
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PACKAGES=ca-certificates,git,openssh-client
+ARCH=amd64
+K8S_VERSION=${K8S_VERSION:-1.37.2}
+# The sandbox image containerd 2.4 pins.
+PAUSE_VERSION=${PAUSE_VERSION:-3.10.2}
+# Layers and configs take their times from the last commit, so that the
+# same source makes the same layer digests.
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
+export SOURCE_DATE_EPOCH
+
+mkdir -p "$IMAGE_DIR/layers"
+IMAGE_DIR=$(cd "$IMAGE_DIR" && pwd)
+work=$(mktemp -d "$IMAGE_DIR/.work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# tarball DIR OUT [tar options...]: a reproducible tar of DIR's contents,
+# named as in an image (etc/passwd, not ./etc/passwd).
+tarball() {
+  local dir=$1 out=$2
+  shift 2
+  (cd "$dir" && find . -mindepth 1 -maxdepth 1 -printf '%P\n' | LC_ALL=C sort |
+    tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --numeric-owner --format=posix \
+      --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime "$@" -cf "$out" -T -)
+}
+
+# store FILE: moves a layer into layers/ by its digest and prints the digest.
+store() {
+  local digest
+  digest=$(sha256sum "$1" | cut -d' ' -f1)
+  mv "$1" "$IMAGE_DIR/layers/$digest.tar"
+  echo "$digest"
+}
+
+# debootstrap_rootfs DIR: the Debian root file system of layer 1.
+debootstrap_rootfs() {
+  local rootfs=$1
+  if [ "$(id -u)" != 0 ]; then
+    echo "hack/image.sh: building the Debian layer needs root (debootstrap, chroot); it is cached in $IMAGE_DIR afterwards" >&2
+    return 1
+  fi
+  if ! command -v debootstrap >/dev/null; then
+    apt-get install -y -qq --no-install-recommends debootstrap >&2
+  fi
+  echo "hack/image.sh: debootstrap $DEBIAN_SUITE into $rootfs (once)..." >&2
+  rm -rf "$rootfs"
+  debootstrap --variant=minbase --include="$PACKAGES" "$DEBIAN_SUITE" "$rootfs" "$DEBIAN_MIRROR" >&2
+  chroot "$rootfs" /bin/sh -ec "
+    groupadd --gid 65532 nonroot
+    useradd --uid 65532 --gid 65532 --create-home --home-dir /home/nonroot nonroot
+    git config --system safe.directory '*'
+    apt-get clean"
+  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/* "$rootfs"/var/log/* "$rootfs"/tmp/*
+  touch "$rootfs.done"
+}
+
+# base_layer prints the digest of the Debian layer, building it once.
+base_layer() {
+  # A dot keeps the go tool (./...) out of its Go files.
+  local rootfs=$IMAGE_DIR/.rootfs-$DEBIAN_SUITE digest
+  if [ -f "$rootfs.digest" ] && [ -f "$IMAGE_DIR/layers/$(cat "$rootfs.digest").tar" ]; then
+    cat "$rootfs.digest"
+    return
+  fi
+  [ -f "$rootfs.done" ] || debootstrap_rootfs "$rootfs"
+  # An image's /dev, /proc and /sys are the runtime's: their mount points
+  # stay, empty.
+  tarball "$rootfs" "$work/base.tar" --exclude='dev/*' --exclude='proc/*' --exclude='sys/*' \
+    --exclude='usr/share/man/*' --exclude='usr/share/info/*'
+  digest=$(store "$work/base.tar")
+  echo "$digest" >"$rootfs.digest"
+  echo "$digest"
+}
+
+# binaries_layer prints the digest of a layer holding /manager and /autoresearch.
+binaries_layer() {
+  local dir=$work/binaries
+  mkdir -p "$dir"
+  (cd "$root" && for cmd in manager autoresearch; do
+    CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build -trimpath \
+      -ldflags "-s -w -X github.com/autoresearch-dev/autoresearch-operator/internal/version.version=$VERSION" \
+      -o "$dir/$cmd" "./cmd/$cmd"
+  done)
+  tarball "$dir" "$work/binaries.tar" --owner=0 --group=0
+  store "$work/binaries.tar"
+}
+
+# go_layer prints the digest of a layer holding this machine's Go
+# toolchain as /usr/local/go, less its tests and documentation.
+go_layer() {
+  local goroot goversion
+  goroot=$(go env GOROOT)
+  goversion=$(go env GOVERSION)
+  if [ -f "$IMAGE_DIR/$goversion.digest" ] && [ -f "$IMAGE_DIR/layers/$(cat "$IMAGE_DIR/$goversion.digest").tar" ]; then
+    cat "$IMAGE_DIR/$goversion.digest"
+    return
+  fi
+  mkdir -p "$work/go/usr/local"
+  cp -a "$goroot" "$work/go/usr/local/go"
+  rm -rf "$work/go/usr/local/go/"{test,doc,api,misc,.git}
+  find "$work/go/usr/local/go" -name testdata -type d -prune -exec rm -rf {} +
+  find "$work/go/usr/local/go" -name '*_test.go' -delete
+  tarball "$work/go" "$work/go.tar" --owner=0 --group=0
+  store "$work/go.tar" | tee "$IMAGE_DIR/$goversion.digest"
+}
+
+# archive OUT REF CONFIG LAYER...: writes the docker-archive OUT of the
+# image REF with the config JSON CONFIG (without rootfs) and the layers.
+archive() {
+  local out=$1 ref=$2 config=$3 stage=$work/stage digest diff_ids="" layers=""
+  shift 3
+  rm -rf "$stage" && mkdir -p "$stage"
+  for digest in "$@"; do
+    mkdir -p "$stage/$digest"
+    ln "$IMAGE_DIR/layers/$digest.tar" "$stage/$digest/layer.tar"
+    diff_ids+="${diff_ids:+,}\"sha256:$digest\""
+    layers+="${layers:+,}\"$digest/layer.tar\""
+  done
+  config="${config%\}},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[$diff_ids]}}"
+  digest=$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)
+  printf '%s' "$config" >"$stage/$digest.json"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":[%s]}]\n' "$digest" "$ref" "$layers" >"$stage/manifest.json"
+  tarball "$stage" "$out.tmp" --owner=0 --group=0
+  mv "$out.tmp" "$out"
+  echo "$out"
+}
+
+# pause_layer prints the digest of a layer holding /pause, the sandbox
+# container a real node's runtime starts for every pod, compiled from the
+# kubernetes module's source.
+pause_layer() {
+  local src
+  src=$(cd "$work" && go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  mkdir -p "$work/pause"
+  gcc -Os -static -Wall -Werror -DVERSION="v$PAUSE_VERSION" -o "$work/pause/pause" "$src/build/pause/linux/pause.c"
+  strip "$work/pause/pause"
+  tarball "$work/pause" "$work/pause.tar" --owner=0 --group=0
+  store "$work/pause.tar"
+}
+
+created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
+path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+for image in "${@:-operator}"; do
+  case "$image" in
+    operator)
+      archive "$IMAGE_DIR/autoresearch-operator-$VERSION.tar" "$IMG_REPO:$VERSION" \
+        "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=$path\",\"HOME=/home/nonroot\"],\"Entrypoint\":[\"/manager\"],\"WorkingDir\":\"/\",\"Labels\":{\"org.opencontainers.image.version\":\"$VERSION\",\"org.opencontainers.image.source\":\"https://github.com/autoresearch-dev/autoresearch-operator\"}}}" \
+        "$(base_layer)" "$(binaries_layer)"
+      ;;
+    go)
+      # GOTOOLCHAIN=local: the image cannot download another toolchain.
+      archive "$IMAGE_DIR/autoresearch-examples-go-$VERSION.tar" "$GO_IMG_REPO:$VERSION" \
+        "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/go/bin:$path\",\"HOME=/home/nonroot\",\"GOTOOLCHAIN=local\",\"CGO_ENABLED=0\"],\"Cmd\":[\"/bin/sh\"],\"WorkingDir\":\"/\"}}" \
+        "$(base_layer)" "$(go_layer)"
+      ;;
+    pause)
+      archive "$IMAGE_DIR/pause-$PAUSE_VERSION.tar" "registry.k8s.io/pause:$PAUSE_VERSION" \
+        "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65535:65535\",\"Entrypoint\":[\"/pause\"],\"WorkingDir\":\"/\"}}" \
+        "$(pause_layer)"
+      ;;
+    *)
+      echo "hack/image.sh: unknown image $image (operator, go, pause)" >&2
+      exit 2
+      ;;
+  esac
+done

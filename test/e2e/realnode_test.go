@@ -1,0 +1,309 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+const (
+	// realNode is the node hack/e2e/real-node.sh starts.
+	realNode = "real-node"
+	// realStorageClass is the default class cluster.sh makes for it: no
+	// provisioner, so the test makes the workspace's volume.
+	realStorageClass = "real-local"
+)
+
+// realNodeImages are the references hack/e2e/real-node.sh imported: the
+// operator's image and the Go toolchain image, in that order.
+func realNodeImages(t *testing.T) (operator, goToolchain string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(e2eDir, "node", "images"))
+	if err != nil {
+		t.Fatalf("the real node's image list: %v (is hack/e2e/real-node.sh up?)", err)
+	}
+	refs := strings.Fields(string(data))
+	if len(refs) < 2 {
+		t.Fatalf("the real node imported %q, want the operator's image and the Go image", refs)
+	}
+	return refs[0], refs[1]
+}
+
+// gitDaemon serves the repositories under dir read-only on the node's
+// address, where pods reach the host, and returns the base URL.
+func gitDaemon(t *testing.T, dir string) string {
+	t.Helper()
+	ip := strings.TrimSpace(kubectl(t, "", "get", "node", realNode, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`))
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--listen="+ip, fmt.Sprintf("--port=%d", port), "--base-path="+dir, dir)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	// The daemon's children hold its output open.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("git daemon:\n%s", log.String())
+		}
+	})
+	eventually(t, "git daemon", 30*time.Second, func() bool {
+		c, err := net.Dial("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
+		if err == nil {
+			_ = c.Close()
+		}
+		return err == nil
+	})
+	return fmt.Sprintf("git://%s:%d", ip, port)
+}
+
+// hostVolume makes a hostPath volume for the claim n, owned by the step
+// pods' user (a hostPath volume does not get the pod's fsGroup).
+func hostVolume(t *testing.T, n string) {
+	t.Helper()
+	dir := filepath.Join(e2eDir, "node", "volumes", n)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65532, 65532); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: %s}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: %s
+  claimRef: {namespace: %s, name: %s}
+  hostPath: {path: %s, type: Directory}
+`, n, realStorageClass, ns, n, dir), "apply", "-f", "-")
+	t.Cleanup(func() {
+		_, _ = tryKubectl("", "delete", "pvc", n, "-n", ns, "--wait=true", "--timeout=60s")
+		_, _ = tryKubectl("", "delete", "pv", n, "--wait=true", "--timeout=60s")
+		_ = os.RemoveAll(dir)
+	})
+}
+
+// hostProcess tells whether a process of this machine, in any container,
+// runs the command line args.
+func hostProcess(t *testing.T, args ...string) bool {
+	t.Helper()
+	want := strings.Join(args, "\x00") + "\x00"
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range dirs {
+		if b, err := os.ReadFile(f); err == nil && string(b) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// probes are the "probe key=value" lines the Researcher printed.
+func probes(log string) map[string]string {
+	found := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(log))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "probe "), "="); ok && strings.HasPrefix(sc.Text(), "probe ") {
+			found[k] = v
+		}
+	}
+	return found
+}
+
+// TestRealNode runs one round of tiny-lm-go on a node with a container
+// runtime (hack/e2e/real-node.sh, `make e2e-real`): the operator's own
+// pods run in its image, training in a Go toolchain image, and the
+// runtime, not the process-kubelet's good will, enforces what the security
+// design promises: the restricted security context, the read-only git
+// directory and a Researcher's processes ending with its container.
+func TestRealNode(t *testing.T) {
+	if os.Getenv("E2E_REAL_NODE") != "1" {
+		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
+	}
+	const n = "realnode"
+	operatorImage, goImage := realNodeImages(t)
+	install(t)
+	m := &manager{t: t, image: operatorImage}
+	m.start()
+	defer m.kill()
+
+	repos := t.TempDir()
+	repo := sourceRepo(t, "tiny-lm-go")
+	if err := os.Rename(repo, filepath.Join(repos, "tiny-lm-go")); err != nil {
+		t.Fatal(err)
+	}
+	url := gitDaemon(t, repos) + "/tiny-lm-go"
+	hostVolume(t, n+"-workspace")
+
+	// A command line no other process has: the Researcher's setsid child.
+	orphan := []string{"sleep", fmt.Sprint(3000 + time.Now().Unix()%1000)}
+	// The Researcher probes its sandbox, starts a process in a session of
+	// its own and waits while the test looks for it on the host, then
+	// edits as the plan says.
+	researcher := fmt.Sprintf(`echo "probe uid=$(id -u)"; echo "probe gid=$(id -g)"
+grep -E '^(NoNewPrivs|CapEff|Seccomp):' /proc/self/status | sed -e 's/:[[:space:]]*/=/' -e 's/^/probe /'
+. /etc/os-release && echo "probe os=$VERSION_CODENAME"
+if touch /workspace/source/.git/tampered 2>/dev/null; then echo "probe git-dir=writable"; else echo "probe git-dir=read-only"; fi
+setsid %s </dev/null >/dev/null 2>&1 &
+sleep 10
+autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(orphan, " "))
+	spec, err := json.Marshal(map[string]any{
+		"apiVersion": "autoresearch.dev/v1alpha1",
+		"kind":       "AutoResearch",
+		"metadata":   map[string]any{"name": n, "namespace": ns},
+		"spec": map[string]any{
+			"researchQuestion": "How low can bits per byte go?",
+			"maxRounds":        1,
+			"baseline":         map[string]any{"runs": 1},
+			"source":           map[string]any{"git": map[string]any{"url": url, "ref": "main"}},
+			"workspace":        map[string]any{"size": "1Gi"},
+			// The Go toolchain compiles the standard library afresh in
+			// every pod: time for that.
+			"fixed":      map[string]any{"files": []string{"prepare/main.go", "lm/lm.go", "eval/main.go", "scripted-researcher.yaml"}, "timeLimit": "3m"},
+			"variable":   map[string]any{"files": []string{"train/main.go"}},
+			"train":      map[string]any{"image": goImage, "command": "go run ./prepare && go run ./train", "outputs": []string{"ckpt"}, "gpus": 1},
+			"eval":       map[string]any{"metric": "val_bpb", "direction": "minimize", "command": "go run ./prepare && go run ./eval"},
+			"researcher": map[string]any{"command": researcher, "timeout": "2m"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := "autoresearch.dev/experiment=" + n
+	kubectl(t, string(spec), "apply", "-f", "-")
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := tryKubectl("", "get", "pods", "-n", ns, "-l", sel, "-o",
+				`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.containerStatuses[*].state.terminated.message}{"\n"}{end}`)
+			t.Logf("pods and termination messages:\n%s", out)
+			out, _ = tryKubectl("", "logs", "-n", ns, "-l", sel, "--all-containers", "--prefix", "--tail=30")
+			t.Logf("logs:\n%s", out)
+		}
+		kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+	})
+
+	// The orphan lives while its Researcher does, and not after.
+	eventually(t, "round 1 to start", 15*time.Minute, func() bool {
+		ar := experimentNamed(t, n)
+		if ar.Status.Phase == v1alpha1.PhaseFailed {
+			t.Fatalf("the experiment failed: %s", ar.Status.Message)
+		}
+		return ar.Status.Round >= 1
+	})
+	researcherPod := runningPod(t, "round 1's Researcher", sel+",autoresearch.dev/round=1,autoresearch.dev/step=researcher", 15*time.Minute)
+	seen := false
+	eventually(t, "the Researcher to end", 3*time.Minute, func() bool {
+		seen = seen || hostProcess(t, orphan...)
+		p := pod(t, researcherPod.Name)
+		return p == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	if !seen {
+		t.Errorf("the Researcher's setsid child %q never showed on the host", orphan)
+	}
+	eventually(t, "the setsid child to die with its container", 30*time.Second, func() bool {
+		return !hostProcess(t, orphan...)
+	})
+
+	eventually(t, "the experiment to finish", 20*time.Minute, func() bool {
+		phase := experimentNamed(t, n).Status.Phase
+		return phase == v1alpha1.PhaseSucceeded || phase == v1alpha1.PhaseFailed
+	})
+	ar := experimentNamed(t, n)
+	var verdicts []string
+	for _, h := range ar.Status.History {
+		verdicts = append(verdicts, string(h.Verdict))
+	}
+	if got := strings.Join(verdicts, " "); got != "baseline improved" {
+		t.Errorf("verdicts %q (phase %s: %s), want baseline improved", got, ar.Status.Phase, ar.Status.Message)
+	}
+
+	t.Run("the Researcher ran restricted, as 65532, in the image, and could not write the git directory", func(t *testing.T) {
+		log := kubectl(t, "", "logs", researcherPod.Name, "-n", ns, "-c", "researcher")
+		got := probes(log)
+		want := map[string]string{
+			"uid": "65532", "gid": "65532",
+			// no_new_privs, no capabilities, seccomp in filter mode
+			// (RuntimeDefault).
+			"NoNewPrivs": "1", "CapEff": "0000000000000000", "Seccomp": "2",
+			// The image's Debian, not this machine's.
+			"os":      "trixie",
+			"git-dir": "read-only",
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("the Researcher's %s = %q, want %q", k, got[k], v)
+			}
+		}
+		if t.Failed() {
+			t.Logf("Researcher log:\n%s", log)
+		}
+	})
+
+	t.Run("the operator's pods ran its image on the real node", func(t *testing.T) {
+		var list corev1.PodList
+		if err := json.Unmarshal([]byte(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel, "-o", "json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		steps := map[string]int{}
+		for _, p := range list.Items {
+			if p.Spec.NodeName != realNode {
+				t.Errorf("pod %s ran on %q, want %s", p.Name, p.Spec.NodeName, realNode)
+			}
+			statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+			for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+				if c.Image != operatorImage {
+					continue
+				}
+				steps[p.Labels["autoresearch.dev/step"]]++
+				for _, s := range statuses {
+					if s.Name != c.Name {
+						continue
+					}
+					if s.Image != operatorImage || s.ImageID == "" {
+						t.Errorf("pod %s container %s ran image %q (%q), want %s", p.Name, c.Name, s.Image, s.ImageID, operatorImage)
+					}
+					if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
+						t.Errorf("pod %s container %s did not end well: %+v", p.Name, c.Name, s.State)
+					}
+				}
+			}
+		}
+		t.Logf("containers of the operator's image, by step: %v", steps)
+		for _, step := range []string{"researcher", "compliance", "git"} {
+			if steps[step] == 0 {
+				t.Errorf("no %s pod ran the operator's image; by step: %v", step, steps)
+			}
+		}
+	})
+	t.Logf("pods:\n%s", kubectl(t, "", "get", "pods", "-n", ns, "-l", sel, "--sort-by=.metadata.creationTimestamp", "-o",
+		"custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,PHASE:.status.phase,CREATED:.metadata.creationTimestamp,END:.status.containerStatuses[0].state.terminated.finishedAt"))
+}
