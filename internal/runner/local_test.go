@@ -84,7 +84,10 @@ func TestRunCommitsImprovementsAndRollsBackTheRest(t *testing.T) {
 
 func TestTamperingIsCaughtAndUndone(t *testing.T) {
 	// Every round would raise the score if it got through, and every round
-	// breaks a rule in another way.
+	// breaks a rule in another way. The Researcher writes git as it can
+	// where the machine gives no read-only mounts; with them its git writes
+	// fail (TestStepsCannotWriteWhatIsNotTheirs).
+	defer WithoutMounts()()
 	plan := `rounds:
   - strategy: "edit a fixed file"
     edits:
@@ -524,10 +527,8 @@ func TestStepsCannotWriteWhatIsNotTheirs(t *testing.T) {
 		t.Errorf("training's writes did not fail as read-only:\n%s", log)
 	}
 	gitDir := filepath.Join(repo, ".git")
-	// The Researcher may write its worktree and the git directory, which
-	// the supervisor restores and judges.
-	for _, f := range []string{filepath.Join(x.Worktree, "forged-by-researcher"), filepath.Join(gitDir, "forged-by-researcher"),
-		filepath.Join(state, "round-1", "written-by-researcher")} {
+	// The Researcher may write its worktree and its round's directory.
+	for _, f := range []string{filepath.Join(x.Worktree, "forged-by-researcher"), filepath.Join(state, "round-1", "written-by-researcher")} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("the Researcher could not write %s: %v", f, err)
 		}
@@ -536,7 +537,7 @@ func TestStepsCannotWriteWhatIsNotTheirs(t *testing.T) {
 		t.Errorf("the Researcher's go env -w wrote %q (%v)", data, err)
 	}
 	for _, f := range []string{
-		filepath.Join(repo, "forged-by-researcher"), filepath.Join(state, "forged-by-researcher"),
+		filepath.Join(repo, "forged-by-researcher"), filepath.Join(gitDir, "forged-by-researcher"), filepath.Join(state, "forged-by-researcher"),
 		filepath.Join(state, "round-1", "ledger-backup", "forged-by-researcher"),
 		filepath.Join(repo, "forged-by-train"), filepath.Join(gitDir, "forged-by-train"), filepath.Join(x.Worktree, "forged-by-train"),
 		filepath.Join(state, "forged-by-train"), filepath.Join(state, "round-1", "ledger-backup", "forged-by-train"),

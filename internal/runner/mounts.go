@@ -12,11 +12,13 @@ import (
 )
 
 // researcherMounts keep the user's repository and the supervisor's state
-// directory read-only for the Researcher of round n. It writes its worktree
-// and the git directory; the round's directory, where it writes its result
-// file and transcripts, and its Go environment file. The ledger backup in
-// the round's directory is read-only again. What it changes of git is
-// restored and fails compliance (supervisor.FinishResearch).
+// directory read-only for the Researcher of round n, and the git directory,
+// as its pod has it on a cluster: git is the supervisor's, and a Researcher
+// reads history but writes no object, ref, hook or configuration. It writes
+// its worktree, the round's directory, where it writes its result file and
+// transcripts, and its Go environment file. The ledger backup in the
+// round's directory is read-only again. What it changes of the worktree's
+// own git file is restored and fails compliance (supervisor.FinishResearch).
 func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) {
 	common, err := l.gitCommonDir(ctx)
 	if err != nil {
@@ -33,7 +35,7 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 	}
 	return l.hiding([]Mount{
 		{Path: l.x.Repo, ReadOnly: true},
-		{Path: common},
+		{Path: common, ReadOnly: true},
 		{Path: l.ws.Root},
 		{Path: l.ws.StateDir(), ReadOnly: true},
 		{Path: l.roundDir(n)},

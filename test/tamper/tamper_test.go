@@ -85,6 +85,24 @@ var mountedVerdicts = map[string]v1alpha1.Verdict{
 	// Training cannot write the git directory: no filter is planted, and
 	// the candidate is no better.
 	"train-plants-filter": v1alpha1.VerdictNotImproved,
+	// Nor can the Researcher: what it meant to plant in git fails, and the
+	// round is judged on the honest rest of its change, a better SCORE.
+	"alternates":       v1alpha1.VerdictImproved,
+	"fsmonitor":        v1alpha1.VerdictImproved,
+	"grafts":           v1alpha1.VerdictImproved,
+	"hook-post-commit": v1alpha1.VerdictImproved,
+	"hooks-path":       v1alpha1.VerdictImproved,
+	"info-attributes":  v1alpha1.VerdictImproved,
+	"move-main":        v1alpha1.VerdictImproved,
+	"new-branch":       v1alpha1.VerdictImproved,
+	"new-tag":          v1alpha1.VerdictImproved,
+	"push-redirect":    v1alpha1.VerdictImproved,
+	"replace-object":   v1alpha1.VerdictImproved,
+	// These stop at their first git write, which fails.
+	"assume-unchanged-eval": v1alpha1.VerdictResearcherFailed,
+	"hook-post-checkout":    v1alpha1.VerdictResearcherFailed,
+	"researcher-commit":     v1alpha1.VerdictResearcherFailed,
+	"skip-worktree-eval":    v1alpha1.VerdictResearcherFailed,
 }
 
 func TestAttacks(t *testing.T) {
@@ -116,6 +134,23 @@ func TestAttacks(t *testing.T) {
 			runAttack(t, script, want)
 		})
 	}
+	if !runner.ReadOnlyMounts() {
+		return
+	}
+	// The guards behind the mounts hold where a machine allows none: the
+	// attacks the mounts stop run again without them.
+	t.Run("without-mounts", func(t *testing.T) {
+		defer runner.WithoutMounts()()
+		for _, name := range slices.Sorted(maps.Keys(mountedVerdicts)) {
+			t.Run(name, func(t *testing.T) {
+				script, err := filepath.Abs(filepath.Join("attacks", name+".sh"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				runAttack(t, script, verdicts[name])
+			})
+		}
+	})
 }
 
 // runAttack runs one round with the attack as its Researcher and checks
@@ -190,7 +225,13 @@ spec:
 		t.Errorf("the user's Go environment file is now %q (%v)", data, err)
 	}
 	start := gittest.Git(t, repo, "rev-parse", "main")
+	// An attack whose planting failed is judged on its honest change, a
+	// better SCORE, which a kept round commits: that and nothing else.
+	honest := strings.TrimSpace(strings.Replace(Toy["train.sh"], "SCORE=10", "SCORE=20", 1))
 	for _, f := range strings.Fields(gittest.Git(t, repo, "diff", "--name-only", st.Workspace.StartCommit, "refs/heads/autoresearch/toy")) {
+		if f == "train.sh" && got == v1alpha1.VerdictImproved && strings.TrimSpace(gittest.Git(t, repo, "show", "refs/heads/autoresearch/toy:train.sh")) == honest {
+			continue
+		}
 		if f != workspace.ExperiencesFile && f != workspace.ResultsFile {
 			t.Errorf("the experiment branch holds %s from the attack", f)
 		}
