@@ -81,7 +81,7 @@ func TestExecTrain(t *testing.T) {
 		},
 		"stopped at the timeout": {
 			command:  []string{"sh", "-c", "echo started; sleep 30"},
-			timeout:  100 * time.Millisecond,
+			timeout:  2 * time.Second,
 			want:     steps.TrainResult{ProcessResult: steps.ProcessResult{ExitCode: 143, TimedOut: true}},
 			wantTail: "started",
 		},
