@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // InitArg is the first argument with which the node agent re-executes
@@ -65,8 +67,19 @@ func RunContainerInit(specJSON string) error {
 	sort.SliceStable(mounts, func(i, j int) bool {
 		return strings.Count(filepath.Clean(mounts[i].Target), "/") < strings.Count(filepath.Clean(mounts[j].Target), "/")
 	})
-	for _, m := range mounts {
-		if err := bindMount(m); err != nil {
+	// Every source is opened before anything is mounted: a mount may hide
+	// the source of another (an emptyDir at /tmp over volumes that live
+	// under /tmp). The descriptors close at the exec.
+	sources := make([]*os.File, len(mounts))
+	for i, m := range mounts {
+		f, err := os.OpenFile(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("mount %s at %s: %w", m.Source, m.Target, err)
+		}
+		sources[i] = f
+	}
+	for i, m := range mounts {
+		if err := bindMount(sources[i], m); err != nil {
 			return fmt.Errorf("mount %s at %s: %w", m.Source, m.Target, err)
 		}
 	}
@@ -86,9 +99,9 @@ func RunContainerInit(specJSON string) error {
 }
 
 // bindMount creates the mount point (a file for a file, a directory for a
-// directory) and bind-mounts the source over it.
-func bindMount(m Mount) error {
-	info, err := os.Stat(m.Source)
+// directory) and bind-mounts source, m.Source opened with O_PATH, over it.
+func bindMount(source *os.File, m Mount) error {
+	info, err := source.Stat()
 	if err != nil {
 		return err
 	}
@@ -110,7 +123,7 @@ func bindMount(m Mount) error {
 			}
 		}
 	}
-	if err := syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+	if err := syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", source.Fd()), m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 		return err
 	}
 	if m.ReadOnly {
