@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 )
 
 // overfitPlan improves the score twice; the second time only by fitting
@@ -121,7 +120,7 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 	secrets := []string{"918273", "HOLDOUT-ROWS-5b2e", "hidden-holdout-q9", "holdout.sh", "scoring"}
 	// The worktree holds the supervisor's state, the ledger, the logs, the
 	// steps' checkouts and what the Researcher wrote.
-	if scanned := scanForSecrets(t, x.Worktree, secrets); scanned < 20 {
+	if scanned := gittest.ScanForSecrets(t, x.Worktree, secrets); scanned < 20 {
 		t.Errorf("scanned only %d files", scanned)
 	}
 	// Without read-only mounts, a step can read the user's experiment file
@@ -135,39 +134,4 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 	if log := readFile(t, filepath.Join(x.HoldoutStateDir(), "r2.log")); !strings.Contains(log, "holdout_score: 1.918273") {
 		t.Errorf("the holdout's log %q", log)
 	}
-}
-
-// scanForSecrets reports every file under root whose path or content holds
-// one of secrets, and returns how many files it read.
-func scanForSecrets(t *testing.T, root string, secrets []string) int {
-	t.Helper()
-	var scanned int
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		for _, s := range secrets {
-			if strings.Contains(path, s) {
-				t.Errorf("the path %s names the holdout (%q)", path, s)
-			}
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		scanned++
-		for _, s := range secrets {
-			if bytes.Contains(data, []byte(s)) {
-				t.Errorf("%s holds %q", path, s)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return scanned
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 )
 
 // The toy experiment of the holdout test: training writes SCORE, the
@@ -200,38 +200,7 @@ func scanWorkspace(t *testing.T, claim string, secrets []string) int {
 	t.Helper()
 	volume := strings.TrimSpace(kubectl(t, "", "get", "pvc", claim, "-n", ns, "-o", "jsonpath={.spec.volumeName}"))
 	dir := strings.TrimSpace(kubectl(t, "", "get", "pv", volume, "-o", "jsonpath={.spec.hostPath.path}"))
-	var scanned int
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		for _, s := range secrets {
-			if strings.Contains(path, s) {
-				t.Errorf("the workspace path %s names the holdout (%q)", path, s)
-			}
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		scanned++
-		for _, s := range secrets {
-			if bytes.Contains(data, []byte(s)) {
-				t.Errorf("the workspace file %s holds %q", path, s)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if scanned < 50 {
-		t.Errorf("scanned only %d files of the workspace at %s", scanned, dir)
-	}
-	return scanned
+	return gittest.ScanForSecrets(t, dir, secrets)
 }
 
 // checkHoldoutPod checks that the holdout's pod mounts the ConfigMap
