@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -132,7 +133,10 @@ func (c *cluster) read(ctx context.Context, ar *v1alpha1.AutoResearch, req reado
 		// A fresh context: the command's may be cancelled already.
 		del, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		_ = c.client.Delete(del, pod, client.GracePeriodSeconds(0))
+		if err := c.client.Delete(del, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			// Its deadline and its owner, the experiment, still end it.
+			fmt.Fprintf(os.Stderr, "kubectl autoresearch: the reader pod %s is left behind: %v\n", pod.Name, err)
+		}
 	}()
 	if err := c.waitFinished(ctx, pod); err != nil {
 		return nil, err
