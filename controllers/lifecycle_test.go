@@ -541,23 +541,3 @@ func TestABudgetStopsAndRaisingItContinues(t *testing.T) {
 	waitPod(t, ns, podName(2, stepResearcher))
 	waitStatus(t, ns, experiment, "Running again", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseRunning })
 }
-
-// TestHoldoutIsRefusedOnACluster: the hidden holdout runs only locally for
-// now; an experiment that asks for it fails before anything runs.
-func TestHoldoutIsRefusedOnACluster(t *testing.T) {
-	ns := newNamespace(t)
-	startManager(t)
-	ar := builder.MakeAutoResearch(experiment, ns).Edit(func(s *v1alpha1.AutoResearchSpec) {
-		s.Holdout = &v1alpha1.HoldoutSpec{Command: "./holdout.sh", Dir: "/srv/holdout"}
-	}).Obj()
-	if err := k8s.Create(context.Background(), ar); err != nil {
-		t.Fatal(err)
-	}
-	got := waitStatus(t, ns, experiment, "the experiment to fail", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseFailed })
-	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionFailed); c == nil || c.Reason != v1alpha1.ReasonInvalidSpec || !strings.Contains(c.Message, "spec.holdout") {
-		t.Errorf("Failed condition %+v, want reason InvalidSpec naming spec.holdout", c)
-	}
-	if !absent(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: experiment + "-workspace"}}) {
-		t.Error("an experiment with a holdout got a workspace claim")
-	}
-}
