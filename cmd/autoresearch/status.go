@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/report"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
@@ -22,8 +20,8 @@ func newStatusCommand() *cobra.Command {
 		Short: "Print the experiment's state: phase, round, best, and the per-round table",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "" && output != "json" && output != "yaml" {
-				return fmt.Errorf("unknown output format %q: use -o json or -o yaml, or leave -o out for the table", output)
+			if err := report.CheckOutput(output); err != nil {
+				return err
 			}
 			x, err := flags.load(cmd.Context())
 			if err != nil {
@@ -41,16 +39,7 @@ func newStatusCommand() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), msg+".")
 				return nil
 			}
-			var out []byte
-			switch output {
-			case "json":
-				out, err = json.MarshalIndent(saved.Status, "", "  ")
-				out = append(out, '\n')
-			case "yaml":
-				out, err = yaml.Marshal(saved.Status)
-			default:
-				out = []byte(formatStatus(x, saved))
-			}
+			out, err := report.StatusOutput(&saved.Status, output, func() string { return formatStatus(x, saved) })
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/report"
@@ -45,23 +43,14 @@ func newStatusCommand(c *cluster) *cobra.Command {
 		Short: "Print the experiment's state: phase, round, best, and the recent rounds as a table",
 		Args:  exactlyName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" && output != "yaml" {
-				return fmt.Errorf("unknown output format %q: use -o json or -o yaml, or leave -o out for the table", output)
+			if err := report.CheckOutput(output); err != nil {
+				return err
 			}
 			ar, err := c.experiment(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			var out []byte
-			switch output {
-			case "json":
-				out, err = json.MarshalIndent(ar.Status, "", "  ")
-				out = append(out, '\n')
-			case "yaml":
-				out, err = yaml.Marshal(ar.Status)
-			default:
-				out = []byte(statusText(ar))
-			}
+			out, err := report.StatusOutput(&ar.Status, output, func() string { return statusText(ar) })
 			if err != nil {
 				return err
 			}

@@ -1,12 +1,14 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"golang.org/x/text/width"
+	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
@@ -172,4 +174,27 @@ func tableCell(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// CheckOutput refuses an -o that neither StatusOutput format names.
+func CheckOutput(output string) error {
+	if output != "" && output != "json" && output != "yaml" {
+		return fmt.Errorf("unknown output format %q: use -o json or -o yaml, or leave -o out for the table", output)
+	}
+	return nil
+}
+
+// StatusOutput is st as `status -o json|yaml` prints it, or table() where
+// output is "".
+func StatusOutput(st *v1alpha1.AutoResearchStatus, output string, table func() string) ([]byte, error) {
+	switch output {
+	case "json":
+		out, err := json.MarshalIndent(st, "", "  ")
+		return append(out, '\n'), err
+	case "yaml":
+		return yaml.Marshal(st)
+	case "":
+		return []byte(table()), nil
+	}
+	return nil, CheckOutput(output)
 }
