@@ -17,7 +17,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 K8S_BIN=${K8S_BIN:-$root/bin/k8s/1.37.2}
 E2E_DIR=${E2E_DIR:-$root/bin/e2e}
-E2E_GPUS=${E2E_GPUS:-1}
+E2E_GPUS=${E2E_GPUS:-8}
 ETCD_PORT=${ETCD_PORT:-23790}
 APISERVER_PORT=${APISERVER_PORT:-16443}
 KCM_PORT=${KCM_PORT:-20257}

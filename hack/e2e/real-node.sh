@@ -4,8 +4,9 @@
 # `hack/e2e/cluster.sh up` started (E2E_NODE=real makes cluster.sh start
 # this instead of the process-kubelet):
 #
-#   hack/e2e/real-node.sh up     # build what is missing, start, import the images, wait until Ready
-#   hack/e2e/real-node.sh down   # stop every pod and process, restore the host
+#   hack/e2e/real-node.sh up               # build what is missing, start, import the images, wait until Ready
+#   hack/e2e/real-node.sh restart-kubelet  # stop the kubelet and start it again, as an upgrade would
+#   hack/e2e/real-node.sh down             # stop every pod and process, restore the host
 #
 # Unlike the process-kubelet, this node runs images and enforces security
 # contexts, read-only mounts, limits and deadlines. It needs root, cgroups
@@ -27,14 +28,15 @@
 # they did not exist before. The kubelet hard-codes some of these paths:
 # one such node per machine.
 #
-# No device plugin: the node advertises $E2E_GPUS nvidia.com/gpu by a patch
-# of its status capacity, as Kubernetes documents for extended resources;
-# the kubelet admits pods that request them and allocates no device.
+# GPUs: cmd/fake-gpu-plugin, a device plugin, registers $E2E_GPUS fake
+# nvidia.com/gpu devices with the kubelet, which allocates them to
+# containers; each container sees its devices in NVIDIA_VISIBLE_DEVICES.
+# The plugin registers again when the kubelet restarts.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 K8S_BIN=${K8S_BIN:-$root/bin/k8s/1.37.2}
 E2E_DIR=${E2E_DIR:-$root/bin/e2e}
-E2E_GPUS=${E2E_GPUS:-1}
+E2E_GPUS=${E2E_GPUS:-8}
 NODE_BIN=${NODE_BIN:-$root/bin/node}
 NODE_NAME=${NODE_NAME:-real-node}
 # The kubelet refuses a loopback node IP: it listens on the host's address
@@ -67,6 +69,7 @@ build() {
     echo "$CONTAINERD_VERSION" >"$NODE_BIN/containerd.version"
   fi
   "$root/hack/build-k8s-binaries.sh" "$NODE_BIN" kubelet
+  (cd "$root" && go build -o "$E2E_DIR/fake-gpu-plugin" ./cmd/fake-gpu-plugin)
   if ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/bridge ]; then
     apt-get install -y -qq --no-install-recommends runc containernetworking-plugins >&2
   fi
@@ -77,7 +80,7 @@ wait_for() { # what seconds command...
   shift 2
   for _ in $(seq "$seconds"); do
     if "$@" >/dev/null 2>&1; then return 0; fi
-    for name in containerd kubelet; do
+    for name in containerd kubelet fake-gpu-plugin; do
       [ -f "$d/$name.pid" ] || continue
       kill -0 "$(cat "$d/$name.pid")" 2>/dev/null && continue
       echo "$name exited; see $E2E_DIR/logs/$name.log" >&2
@@ -222,16 +225,42 @@ up() {
   wait_for containerd 60 ctr version
   import_images
 
-  "$NODE_BIN/kubelet" --config "$d/kubelet/config.yaml" --kubeconfig "$E2E_DIR/kubeconfig" \
-    --root-dir "$d/kubelet/root" --cert-dir "$d/kubelet/pki" \
-    --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" >"$E2E_DIR/logs/kubelet.log" 2>&1 &
-  echo $! >"$d/kubelet.pid"
-  wait_for "node $NODE_NAME" 120 kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
-  kubectl patch node "$NODE_NAME" --subresource=status --type=merge \
-    -p "{\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"$E2E_GPUS\"}}}" >/dev/null
-  wait_for "nvidia.com/gpu on $NODE_NAME" 60 \
+  : >"$E2E_DIR/logs/kubelet.log"
+  start_kubelet
+  # After the kubelet, whose start removes every socket in the
+  # device-plugin directory.
+  "$E2E_DIR/fake-gpu-plugin" --devices "$E2E_GPUS" >"$E2E_DIR/logs/fake-gpu-plugin.log" 2>&1 &
+  echo $! >"$d/fake-gpu-plugin.pid"
+  wait_for "$E2E_GPUS nvidia.com/gpu on $NODE_NAME" 60 \
     sh -c "[ \"\$('$K8S_BIN/kubectl' --kubeconfig '$E2E_DIR/kubeconfig' get node '$NODE_NAME' -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')\" = '$E2E_GPUS' ]"
   echo "node $NODE_NAME ready: containerd $CONTAINERD_VERSION, $("$NODE_BIN/kubelet" --version), $E2E_GPUS nvidia.com/gpu" >&2
+}
+
+# start_kubelet starts the kubelet, appending to its log, and waits until
+# it is healthy and the node Ready.
+start_kubelet() {
+  "$NODE_BIN/kubelet" --config "$d/kubelet/config.yaml" --kubeconfig "$E2E_DIR/kubeconfig" \
+    --root-dir "$d/kubelet/root" --cert-dir "$d/kubelet/pki" \
+    --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" >>"$E2E_DIR/logs/kubelet.log" 2>&1 &
+  echo $! >"$d/kubelet.pid"
+  wait_for "the kubelet's health" 60 curl -sf "http://127.0.0.1:$((KUBELET_PORT + 1))/healthz"
+  wait_for "node $NODE_NAME" 120 kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
+}
+
+# registrations counts the fake GPU plugin's registrations with a kubelet.
+registrations() { grep -c "Registered with the kubelet" "$E2E_DIR/logs/fake-gpu-plugin.log" || true; }
+registered_since() { [ "$(registrations)" -gt "$1" ]; }
+
+# restart_kubelet stops the kubelet and starts it again, as an upgrade
+# would; pods keep running. It waits until the GPU plugin has registered
+# with the new kubelet.
+restart_kubelet() {
+  local before
+  [ -f "$d/kubelet.pid" ] || { echo "the node is not up: run '$0 up' first" >&2; return 1; }
+  before=$(registrations)
+  stop kubelet
+  start_kubelet
+  wait_for "the GPU plugin to register again" 60 registered_since "$before"
 }
 
 # stop NAME: stops the process whose pid is in $d/NAME.pid.
@@ -273,6 +302,7 @@ down() {
       sleep 1
     done
   fi
+  stop fake-gpu-plugin
   stop kubelet
   if [ -f "$d/containerd.pid" ]; then
     for s in $(ctr tasks ls -q 2>/dev/null); do ctr tasks kill -s SIGKILL "$s" >/dev/null 2>&1 || true; done
@@ -307,6 +337,7 @@ down() {
 
 case "${1:-}" in
   up) up ;;
+  restart-kubelet) restart_kubelet ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  *) echo "usage: $0 up|restart-kubelet|down" >&2; exit 2 ;;
 esac

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -530,6 +531,17 @@ spec:
 	if strings.Join(got, " ") != "baseline improved not_improved parity_failed" {
 		t.Errorf("verdicts %v, want baseline, improved, not_improved, parity_failed", got)
 	}
+}
+
+// nodeGPUs is the node's allocatable nvidia.com/gpu.
+func nodeGPUs(t testing.TB, node string) int {
+	t.Helper()
+	out := kubectl(t, "", "get", "node", node, "-o", `jsonpath={.status.allocatable.nvidia\.com/gpu}`)
+	n, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatalf("node %s's allocatable nvidia.com/gpu %q: %v", node, out, err)
+	}
+	return n
 }
 
 // pod is the pod n, or nil when there is none.

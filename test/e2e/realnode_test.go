@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +153,14 @@ func TestRealNode(t *testing.T) {
 	}
 	const n = "realnode"
 	operatorImage, goImage := realNodeImages(t)
+	// Training asks for two GPUs and says which it got.
+	const (
+		trainGPUs = 2
+		train     = `echo "probe visible-devices=$NVIDIA_VISIBLE_DEVICES" && go run ./prepare && go run ./train`
+	)
+	if have := nodeGPUs(t, realNode); have < trainGPUs {
+		t.Fatalf("%s has %d nvidia.com/gpu, want at least %d: E2E_GPUS=%d make e2e-real", realNode, have, trainGPUs, trainGPUs)
+	}
 	install(t)
 	m := &manager{t: t, image: operatorImage}
 	m.start()
@@ -190,7 +200,7 @@ autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(
 			// every pod: time for that.
 			"fixed":      map[string]any{"files": []string{"prepare/main.go", "lm/lm.go", "eval/main.go", "scripted-researcher.yaml"}, "timeLimit": "3m"},
 			"variable":   map[string]any{"files": []string{"train/main.go"}},
-			"train":      map[string]any{"image": goImage, "command": "go run ./prepare && go run ./train", "outputs": []string{"ckpt"}, "gpus": 1},
+			"train":      map[string]any{"image": goImage, "command": train, "outputs": []string{"ckpt"}, "gpus": trainGPUs},
 			"eval":       map[string]any{"metric": "val_bpb", "direction": "minimize", "command": "go run ./prepare && go run ./eval"},
 			"researcher": map[string]any{"command": researcher, "timeout": "2m"},
 		},
@@ -268,6 +278,10 @@ autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(
 		}
 	})
 
+	t.Run("training got the GPUs it asked for from the kubelet", func(t *testing.T) {
+		trainingDevices(t, sel, trainGPUs)
+	})
+
 	t.Run("the operator's pods ran its image on the real node", func(t *testing.T) {
 		var list corev1.PodList
 		if err := json.Unmarshal([]byte(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel, "-o", "json")), &list); err != nil {
@@ -306,4 +320,162 @@ autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(
 	})
 	t.Logf("pods:\n%s", kubectl(t, "", "get", "pods", "-n", ns, "-l", sel, "--sort-by=.metadata.creationTimestamp", "-o",
 		"custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,PHASE:.status.phase,CREATED:.metadata.creationTimestamp,END:.status.containerStatuses[0].state.terminated.finishedAt"))
+}
+
+// trainingDevices checks that each training pod of the experiment the
+// label selector sel finds printed gpus distinct devices of the real node.
+func trainingDevices(t *testing.T, sel string, gpus int) {
+	t.Helper()
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel+",autoresearch.dev/step=train", "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) == 0 {
+		t.Fatal("no training pod is left to check")
+	}
+	for _, p := range list.Items {
+		got := visibleDevices(probes(kubectl(t, "", "logs", p.Name, "-n", ns, "-c", "train"))["visible-devices"])
+		if err := distinctDevices(got, gpus, nodeGPUs(t, realNode)); err != nil {
+			t.Errorf("training pod %s: NVIDIA_VISIBLE_DEVICES %q: %v", p.Name, got, err)
+		}
+	}
+}
+
+// visibleDevices splits an NVIDIA_VISIBLE_DEVICES value.
+func visibleDevices(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// distinctDevices checks that devices are want distinct GPUs of a node of
+// have, named by their indices as cmd/fake-gpu-plugin names them.
+func distinctDevices(devices []string, want, have int) error {
+	if len(devices) != want {
+		return fmt.Errorf("%d devices, want %d", len(devices), want)
+	}
+	seen := map[string]bool{}
+	for _, d := range devices {
+		i, err := strconv.Atoi(d)
+		if err != nil || i < 0 || i >= have {
+			return fmt.Errorf("device %q is not one of the node's %d", d, have)
+		}
+		if seen[d] {
+			return fmt.Errorf("device %s twice", d)
+		}
+		seen[d] = true
+	}
+	return nil
+}
+
+// gpuPod starts a pod that asks for gpus GPUs and prints the devices it
+// was given, in the operator's image; nodeName binds it to the real node
+// without the scheduler, so that only the kubelet admits it.
+func gpuPod(t *testing.T, name, image string, gpus int, nodeName string) {
+	t.Helper()
+	bind := ""
+	if nodeName != "" {
+		bind = "\n  nodeName: " + nodeName
+	}
+	kubectl(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: %s}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1%s
+  containers:
+  - name: c
+    image: %s
+    imagePullPolicy: Never
+    command: [sh, -c, 'echo "probe visible-devices=$NVIDIA_VISIBLE_DEVICES"; exec sleep 600']
+    resources: {limits: {nvidia.com/gpu: %d}}
+`, name, ns, bind, image, gpus), "apply", "-f", "-")
+	t.Cleanup(func() {
+		_, _ = tryKubectl("", "delete", "pod", name, "-n", ns, "--ignore-not-found", "--wait=true", "--timeout=60s")
+	})
+}
+
+// podDevices waits for the pod n to run and print its devices.
+func podDevices(t *testing.T, n string) []string {
+	t.Helper()
+	var got string
+	eventually(t, "pod "+n+" to print its devices", 2*time.Minute, func() bool {
+		p := pod(t, n)
+		if p == nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			t.Fatalf("pod %s ended or is gone: %+v", n, p)
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return false
+		}
+		v, ok := probes(kubectl(t, "", "logs", n, "-n", ns))["visible-devices"]
+		got = v
+		return ok
+	})
+	return visibleDevices(got)
+}
+
+// TestRealNodeGPUs checks that the real node's kubelet, through
+// cmd/fake-gpu-plugin, accounts for nvidia.com/gpu as a GPU node does: it
+// shows the devices in the node's allocatable, gives each container the
+// number of devices it asks for and no device twice, refuses a pod when
+// none is free, and allocates again after it restarts.
+func TestRealNodeGPUs(t *testing.T) {
+	if os.Getenv("E2E_REAL_NODE") != "1" {
+		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
+	}
+	image, _ := realNodeImages(t)
+	n := nodeGPUs(t, realNode)
+	if want := envOr("E2E_GPUS", ""); want != "" && want != strconv.Itoa(n) {
+		t.Errorf("%s has %d allocatable nvidia.com/gpu, want E2E_GPUS=%s", realNode, n, want)
+	}
+	if capacity := kubectl(t, "", "get", "node", realNode, "-o", `jsonpath={.status.capacity.nvidia\.com/gpu}`); capacity != strconv.Itoa(n) {
+		t.Errorf("%s has capacity %q and %d allocatable nvidia.com/gpu, want the same", realNode, capacity, n)
+	}
+	if n < 2 || n%2 != 0 {
+		t.Fatalf("%s has %d nvidia.com/gpu, want an even number, at least 2 (E2E_GPUS)", realNode, n)
+	}
+	t.Logf("%s: %d nvidia.com/gpu", realNode, n)
+
+	t.Run("two pods of half the GPUs each get disjoint devices, and a third none", func(t *testing.T) {
+		gpuPod(t, "gpus-a", image, n/2, "")
+		gpuPod(t, "gpus-b", image, n/2, "")
+		a, b := podDevices(t, "gpus-a"), podDevices(t, "gpus-b")
+		for name, got := range map[string][]string{"gpus-a": a, "gpus-b": b} {
+			if err := distinctDevices(got, n/2, n); err != nil {
+				t.Errorf("pod %s: NVIDIA_VISIBLE_DEVICES %q: %v", name, got, err)
+			}
+		}
+		if both := append(slices.Clone(a), b...); distinctDevices(both, n, n) != nil {
+			t.Errorf("the pods share devices: %q and %q", a, b)
+		}
+		t.Logf("gpus-a %q, gpus-b %q", a, b)
+		// Past the scheduler, the kubelet itself must refuse it.
+		gpuPod(t, "gpus-c", image, 1, realNode)
+		var c *corev1.Pod
+		eventually(t, "the kubelet to refuse gpus-c", time.Minute, func() bool {
+			c = pod(t, "gpus-c")
+			return c == nil || c.Status.Phase != corev1.PodPending
+		})
+		if c == nil {
+			t.Fatal("gpus-c is gone")
+		}
+		if c.Status.Phase != corev1.PodFailed || !strings.Contains(c.Status.Message, "nvidia.com/gpu") {
+			t.Errorf("gpus-c, a pod of one GPU on a node with none free: phase %s, reason %s: %s; want Failed for want of nvidia.com/gpu",
+				c.Status.Phase, c.Status.Reason, c.Status.Message)
+		}
+		t.Logf("gpus-c: %s: %s", c.Status.Reason, c.Status.Message)
+	})
+
+	t.Run("after a kubelet restart, a pod of all the GPUs gets them all", func(t *testing.T) {
+		cmd := exec.Command(filepath.Join(root, "hack/e2e/real-node.sh"), "restart-kubelet")
+		cmd.Env = append(os.Environ(), "E2E_DIR="+e2eDir, "K8S_BIN="+filepath.Dir(kubeBin))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("real-node.sh restart-kubelet: %v\n%s", err, out)
+		}
+		gpuPod(t, "gpus-all", image, n, "")
+		if got := podDevices(t, "gpus-all"); distinctDevices(got, n, n) != nil {
+			t.Errorf("gpus-all: NVIDIA_VISIBLE_DEVICES %q, want all %d devices", got, n)
+		}
+	})
 }
