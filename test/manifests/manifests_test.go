@@ -3,6 +3,7 @@ package manifests
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -32,6 +33,8 @@ type object struct {
 	Kind       string            `json:"kind"`
 	Metadata   objectMeta        `json:"metadata"`
 	Rules      []any             `json:"rules,omitempty"`
+	RoleRef    map[string]any    `json:"roleRef,omitempty"`
+	Subjects   []any             `json:"subjects,omitempty"`
 	Spec       map[string]any    `json:"spec,omitempty"`
 	Data       map[string]string `json:"data,omitempty"`
 }
@@ -219,15 +222,30 @@ func helmBinary(t *testing.T) string {
 
 func helmTemplate(t *testing.T, helm string, args ...string) []object {
 	t.Helper()
-	cmdArgs := append([]string{"template", release, chartDir, "--namespace", "autoresearch-system", "--include-crds", "--kube-version", "1.37.2"}, args...)
+	return helmTemplateRelease(t, helm, release, args...)
+}
+
+// helmTemplateRelease renders the chart as the release releaseName.
+func helmTemplateRelease(t *testing.T, helm, releaseName string, args ...string) []object {
+	t.Helper()
+	out, err := renderChart(helm, releaseName, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseObjects(t, "helm template", out)
+}
+
+// renderChart runs helm template; its error holds what helm said.
+func renderChart(helm, releaseName string, args ...string) ([]byte, error) {
+	cmdArgs := append([]string{"template", releaseName, chartDir, "--namespace", "autoresearch-system", "--include-crds", "--kube-version", "1.37.2"}, args...)
 	var stderr bytes.Buffer
 	cmd := exec.Command(helm, cmdArgs...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(cmdArgs, " "), err, stderr.String())
+		return nil, fmt.Errorf("helm %s: %w\n%s", strings.Join(cmdArgs, " "), err, stderr.String())
 	}
-	return parseObjects(t, "helm template", out)
+	return out, nil
 }
 
 // The chart's roles grant exactly what config/rbac grants, and its CRD is
@@ -377,7 +395,7 @@ func TestChartValues(t *testing.T) {
 		"metrics off, no leader election, image by digest": {
 			args: []string{
 				"--set", "metrics.enabled=false", "--set", "leaderElect=false",
-				"--set", "image.repository=registry.local/op", "--set", "image.digest=sha256:0123",
+				"--set", "image.repository=registry.local/op", "--set", "image.digest=sha256:" + strings.Repeat("0123", 16),
 				"--set", "extraArgs={--zap-devel}",
 			},
 			wantAbsent: append([]string{metricsPolicy, "Role/" + release + "-leader-election-role"}, metricsObjects...),
@@ -385,8 +403,16 @@ func TestChartValues(t *testing.T) {
 				"--leader-elect=false", "--health-probe-bind-address=:8081",
 				"--metrics-bind-address=0", "--zap-log-level=info", defaultStepResources, "--zap-devel",
 			},
-			wantImage:            "registry.local/op@sha256:0123",
+			wantImage:            "registry.local/op@sha256:" + strings.Repeat("0123", 16),
 			wantResearcherPolicy: []string{"autoresearch-system"},
+		},
+		"watched namespaces: Roles there instead of the ClusterRole, and the researcher policy there": {
+			args:                 []string{"--set", "watchNamespaces={team-a,team-b}"},
+			wantPresent:          []string{"Role/" + release + "-manager-role", "RoleBinding/" + release + "-manager-rolebinding"},
+			wantAbsent:           []string{"ClusterRole/" + release + "-manager-role", "ClusterRoleBinding/" + release + "-manager-rolebinding"},
+			wantArgs:             append(append([]string{}, defaultArgs...), "--watch-namespaces=team-a,team-b"),
+			wantImage:            defaultImage,
+			wantResearcherPolicy: []string{"team-a", "team-b"},
 		},
 		"researcher policy in the experiment namespaces, image tag": {
 			args:                 []string{"--set", "networkPolicy.researcher.namespaces={team-a,team-b}", "--set", "image.tag=dev"},

@@ -62,3 +62,11 @@ it, so the Deployment passes the same reference in AUTORESEARCH_IMAGE.
 {{- define "autoresearch-operator.secureMetrics" -}}
 {{- if and .Values.metrics.enabled .Values.metrics.secure }}true{{ end }}
 {{- end }}
+
+{{/*
+The namespaces whose Researcher pods get the egress policy, as a JSON list:
+those named, else the watched ones, else the release namespace.
+*/}}
+{{- define "autoresearch-operator.researcherNamespaces" -}}
+{{- .Values.networkPolicy.researcher.namespaces | default .Values.watchNamespaces | default (list .Release.Namespace) | toJson }}
+{{- end }}
