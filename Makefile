@@ -84,21 +84,13 @@ build: ## Build the autoresearch binary into bin/, stamped with $(VERSION).
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(LOCALBIN)/autoresearch ./cmd/autoresearch
 
 .PHONY: plugin
-plugin: ## Build the kubectl plugin, one static binary, into bin/kubectl-autoresearch (copy it onto your PATH).
-	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o $(LOCALBIN)/kubectl-autoresearch ./cmd/kubectl-autoresearch
+plugin: ## Build the kubectl plugin, one static binary stamped with $(VERSION), into bin/kubectl-autoresearch (copy it onto your PATH).
+	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w $(VERSION_LDFLAGS)" -o $(LOCALBIN)/kubectl-autoresearch ./cmd/kubectl-autoresearch
 
-PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
-
-.PHONY: plugin-dist
-plugin-dist: ## Write the plugin's archives for plugins/krew/autoresearch.yaml into dist/ and print their SHA-256 sums.
-	@mkdir -p dist
-	@for p in $(PLUGIN_PLATFORMS); do \
-		os=$${p%/*}; arch=$${p#*/}; d=dist/kubectl-autoresearch_$${os}_$${arch}; \
-		mkdir -p $$d; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w" -o $$d/kubectl-autoresearch ./cmd/kubectl-autoresearch || exit 1; \
-		tar -C $$d -czf $$d.tar.gz . && rm -rf $$d; \
-	done
-	@cd dist && sha256sum kubectl-autoresearch_*.tar.gz
+.PHONY: release
+release: helm ## Write release VERSION=vX.Y.Z into dist/: the CLI and kubectl plugin for linux/darwin on amd64/arm64, the CRD bundle, the chart, install.yaml, SHA256SUMS (hack/release.sh).
+	@case "$(origin VERSION)" in "command line"|environment) ;; *) echo "make release needs VERSION=vX.Y.Z"; exit 1 ;; esac
+	VERSION="$(VERSION)" LDFLAGS="$(VERSION_LDFLAGS)" HELM=$(HELM) KUBECTL=$(KUBECTL) hack/release.sh
 
 .PHONY: demo
 demo: build ## Run the bundled tiny-lm-go example for six rounds with the scripted Researcher, then write its report to .demo/report.
@@ -180,6 +172,12 @@ helm-manifests: ## Copy the generated CRD and manager ClusterRole into the Helm 
 helm-lint: helm ## Lint the Helm chart and check it against config/ (renders it with several sets of values).
 	$(HELM) lint --strict --kube-version $(CHART_KUBE_VERSION) $(CHART_DIR)
 	$(HELM) lint --strict --kube-version $(CHART_KUBE_VERSION) --set grafanaDashboard.enabled=true $(CHART_DIR)
+	$(HELM) lint --strict --kube-version $(CHART_KUBE_VERSION) --set 'watchNamespaces={team-a,team-b}' $(CHART_DIR)
+	$(HELM) lint --strict --kube-version $(CHART_KUBE_VERSION) --set serviceMonitor.enabled=true --set namespace.create=true $(CHART_DIR)
+	@# values.schema.json must refuse a bad value, here replicas as a string.
+	@if $(HELM) lint --strict --kube-version $(CHART_KUBE_VERSION) --set-string replicas=two $(CHART_DIR) >/dev/null 2>&1; then \
+		echo "helm lint accepted replicas=two: values.schema.json must type every value"; exit 1; \
+	fi
 	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) >/dev/null
 	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) --set networkPolicy.enabled=false >/dev/null
 	$(HELM) template autoresearch-operator $(CHART_DIR) --kube-version $(CHART_KUBE_VERSION) --set grafanaDashboard.enabled=true >/dev/null
@@ -228,9 +226,24 @@ e2e: ## Run the operator on a local control plane with a process-kubelet node, c
 	go test -tags e2e -count=1 -v -timeout 60m ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
 .PHONY: e2e-real
-e2e-real: ## Run TestRealNode on a real node (containerd, runc, a kubelet; hack/e2e/real-node.sh) with the operator's image; not part of make test.
+e2e-real: ## Run TestRealNode and TestRealNodeGPUs on a real node (containerd, runc, a kubelet, a fake GPU device plugin; hack/e2e/real-node.sh) with the operator's image; not part of make test.
 	E2E_NODE=real hack/e2e/cluster.sh up || { hack/e2e/cluster.sh down; exit 1; }
-	E2E_REAL_NODE=1 go test -tags e2e -count=1 -v -timeout 40m -run '^(TestRealNode|TestControlPlaneVersion)$$' ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
+	E2E_REAL_NODE=1 go test -tags e2e -count=1 -v -timeout 40m -run '^(TestRealNode|TestRealNodeGPUs|TestControlPlaneVersion)$$' ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
+
+# bench-parallel's cluster: a node of 8 GPUs, with its own state and ports
+# so that it runs beside make e2e and make dev-cluster; the environment
+# overrides each, as hack/e2e/cluster.sh reads them.
+bench-parallel: export E2E_GPUS ?= 8
+bench-parallel: export E2E_DIR ?= $(LOCALBIN)/e2e-bench
+bench-parallel: export ETCD_PORT ?= 33790
+bench-parallel: export APISERVER_PORT ?= 26443
+bench-parallel: export KCM_PORT ?= 30257
+bench-parallel: export SCHEDULER_PORT ?= 30259
+
+.PHONY: bench-parallel
+bench-parallel: ## Benchmark K = 1, 4, 8 candidates with and without spec.pipeline on a local node of 8 GPUs; the table goes to bin/bench-parallel.md (BENCH_PARALLEL_T, _R, _ROUNDS, _K, _TARGET).
+	hack/e2e/cluster.sh up || { hack/e2e/cluster.sh down; exit 1; }
+	BENCH_PARALLEL=1 go test -tags e2e -count=1 -v -timeout 90m -run '^TestBenchParallel$$' ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
 .PHONY: dev-cluster
 dev-cluster: ## Start the local control plane and process-kubelet node and leave them running (KUBECONFIG=bin/e2e/kubeconfig).

@@ -162,6 +162,10 @@ func unsupported(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec) fie
 	return nil
 }
 
+// nextObservation is how soon a pass that handed the engine a finished
+// child looks for the next one: at once, without the backoff of an error.
+const nextObservation = time.Millisecond
+
 func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.AutoResearch) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	w, err := r.loadWorld(ctx, ar)
@@ -173,34 +177,52 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 	obs, failure := observe(ar, spec, w)
 	if failure != nil {
 		// The child broke for reasons of its own: make it anew.
-		log.Info("Recreating a failed step", "child", failure.name, "reason", failure.reason)
-		r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonStepRetried, actionRetry, "%s", failure.reason)
+		log.Info("Recreating a step", "child", failure.name, "reason", failure.reason)
+		if !failure.outdated {
+			r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonStepRetried, actionRetry, "%s", failure.reason)
+		}
 		return ctrl.Result{}, r.deleteChild(ctx, failure.name, w)
 	}
 	var result ctrl.Result
 	var waits wait
-	if a, ok := round.CurrentAction(spec, &ar.Status); ok && obs.Kind == round.ObserveTick {
-		name := childName(ar, a)
-		pods := w.jobPods[name]
-		if p := w.pods[name]; p != nil {
-			pods = []*corev1.Pod{p}
+	if actions := round.CurrentActions(spec, &ar.Status); len(actions) > 0 && obs.Kind == round.ObserveTick {
+		for _, a := range actions {
+			name := childName(ar, a)
+			pods := w.jobPods[name]
+			if p := w.pods[name]; p != nil {
+				pods = []*corev1.Pod{p}
+			}
+			// Waiting is shown, never judged: the first child that waits
+			// says why.
+			if waits.message == "" {
+				waits = waitReason(pods)
+			}
+			if waits.message == "" && awaitsAdmission(w.jobs[name]) {
+				waits = wait{message: fmt.Sprintf("%s waits for admission to queue %s", name, spec.QueueName)}
+			}
+			if jobFinished(w.jobs[name]) {
+				// Its pods have yet to reach the cache; their watch wakes
+				// the loop when they do, and this when they never will.
+				result.RequeueAfter = podLag
+			}
 		}
-		// Waiting is shown, never judged.
-		waits = waitReason(pods)
 		if why, ok := r.refused.Load(client.ObjectKeyFromObject(ar)); ok && waits.message == "" {
 			// The refusal had its event when it happened.
 			waits = wait{message: why.(string), refusal: true}
 		}
 		obs.Waiting = waits.message
-		if jobFinished(w.jobs[name]) {
-			// Its pods have yet to reach the cache; their watch wakes the
-			// loop when they do, and this when they never will.
-			result.RequeueAfter = podLag
-		}
 	}
 	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now(), Unsupported: unsupported(ar, spec)})
 
 	old := ar.Status.DeepCopy()
+	var queued string
+	if obs.Kind == round.ObserveQueued {
+		for _, a := range round.CurrentActions(spec, old) {
+			if a.Round == obs.Round && a.Candidate == obs.Candidate {
+				queued = childName(ar, a)
+			}
+		}
+	}
 	if !equality.Semantic.DeepEqual(*old, out.Status) {
 		ar.Status = out.Status
 		if err := r.Status().Update(ctx, ar); err != nil {
@@ -208,6 +230,13 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 			return ctrl.Result{}, err
 		}
 		log.V(1).Info("Status updated", "phase", ar.Status.Phase, "round", ar.Status.Round)
+		if obs.Kind != round.ObserveTick {
+			// A pass hands the engine one finished child. Others that
+			// finished meanwhile (a round's candidates end together) may
+			// have had their events merged into this pass, and the status
+			// just written wakes no one: look for them at once.
+			result.RequeueAfter = nextObservation
+		}
 	}
 	r.announce(ar, old, out.Actions)
 	if waits.eventType != "" && waits.message != round.Waiting(old) {
@@ -216,6 +245,12 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 	for _, next := range out.Actions {
 		if err := r.perform(ctx, ar, w, next); err != nil {
 			return ctrl.Result{}, fmt.Errorf("%s: %w", describe(next), err)
+		}
+	}
+	if queued != "" {
+		// Kueue would start it once the quota frees up, for nothing.
+		if err := r.deleteChild(ctx, queued, w); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	if _, still := r.refused.Load(client.ObjectKeyFromObject(ar)); waits.refusal && !still {
@@ -280,7 +315,7 @@ func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoR
 		if err != nil {
 			return err
 		}
-		cm, err := b.roundConfigMap(a.Round, text)
+		cm, err := b.roundConfigMap(a, text)
 		if err != nil {
 			return err
 		}
@@ -435,11 +470,18 @@ func (r *AutoResearchReconciler) cleanup(ctx context.Context, ar *v1alpha1.AutoR
 		}
 		rounds[int32(n)] = true
 	}
-	// A round's prompt and hashes go with its pods.
+	// A round's prompts and hashes, its own or its candidates', go with
+	// its pods.
 	for n := range rounds {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ar.Namespace, Name: roundConfigMapName(ar, n)}}
-		if err := r.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
-			return err
+		names := []string{roundConfigMapName(ar, n)}
+		for k := int32(0); k < ar.Spec.Candidates && ar.Spec.Candidates > 1; k++ {
+			names = append(names, promptConfigMapName(ar, round.Action{Round: n, Candidate: k, Candidates: ar.Spec.Candidates}))
+		}
+		for _, name := range names {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ar.Namespace, Name: name}}
+			if err := r.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -492,10 +534,21 @@ func childDone(obj client.Object) bool {
 }
 
 // CacheOptions keeps only the operator's own Pods and Jobs in the manager's
-// cache, not every pod of the cluster.
-func CacheOptions() cache.Options {
+// cache, not every pod of the cluster. With watchNamespaces the cache, and
+// so the controller, sees those namespaces alone: experiments elsewhere are
+// never reconciled and nothing is created there, which lets the operator
+// run with Roles in those namespaces instead of a ClusterRole. None means
+// every namespace.
+func CacheOptions(watchNamespaces []string) cache.Options {
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagerName})}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: ours, &batchv1.Job{}: ours}}
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: ours, &batchv1.Job{}: ours}}
+	if len(watchNamespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range watchNamespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
 }
 
 // SetupWithManager registers the controller and the owner index.

@@ -251,14 +251,14 @@ func secretEnv(name, secret, key string) corev1.EnvVar {
 }
 
 // roundConfigMap holds a round's prompt and the fixed files' hashes that
-// its evaluation verifies.
-func (b childBuilder) roundConfigMap(n int32, prompt string) (*corev1.ConfigMap, error) {
+// its evaluation verifies; in a round of several, a candidate's.
+func (b childBuilder) roundConfigMap(a round.Action, prompt string) (*corev1.ConfigMap, error) {
 	hashes, err := json.Marshal(steps.HashMap(b.ar.Status.Workspace.FixedFileHashes))
 	if err != nil {
 		return nil, err
 	}
 	return &corev1.ConfigMap{
-		ObjectMeta: b.meta(roundConfigMapName(b.ar, n), n, stepResearcher),
+		ObjectMeta: b.meta(promptConfigMapName(b.ar, a), a.Round, stepResearcher),
 		Data:       map[string]string{promptKey: prompt, hashesKey: string(hashes)},
 	}, nil
 }
@@ -271,6 +271,7 @@ func (b childBuilder) researcherPod(a round.Action) (*corev1.Pod, error) {
 	s := b.ar.Spec
 	prepare := b.ownContainer("prepare", steps.PrepareArgs(projectBinary, steps.PrepareOptions{
 		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Ledger: a.Ledger,
+		Candidate: candidate(a), CandidateRoot: b.candidateRoot(a), Prepare: a.Candidates > 0 && a.Candidate == 0 && !a.Early,
 	}))
 	image := s.Researcher.Image
 	if image == "" {
@@ -301,13 +302,27 @@ func (b childBuilder) researcherPod(a round.Action) (*corev1.Pod, error) {
 			{Name: volumePrompt, MountPath: steps.PromptMount, ReadOnly: true},
 		},
 	})
+	if root := b.candidateRoot(a); root != "" {
+		// A candidate of a round of several, or of one started early, sees
+		// its own copy of the base commit's files as the worktree, and
+		// nothing else of the workspace: no git directory, no other
+		// candidate, not the worktree the round before may still use.
+		if a.Candidates > 0 {
+			researcher.Env = append(researcher.Env, corev1.EnvVar{Name: "AUTORESEARCH_CANDIDATE", Value: candidate(a)})
+		}
+		researcher.VolumeMounts = []corev1.VolumeMount{
+			{Name: volumeWorkspace, MountPath: steps.WorktreeDir, SubPath: workspaceSubPath(root)},
+			{Name: volumePrompt, MountPath: steps.PromptMount, ReadOnly: true},
+			{Name: volumeTools, MountPath: steps.ToolsMount, ReadOnly: true},
+		}
+	}
 	spec := b.podSpec(researcher)
 	withHome(&spec, &spec.Containers[0])
 	spec.InitContainers = []corev1.Container{prepare}
 	b.toolsInit(&spec)
 	spec.ActiveDeadlineSeconds = ptr.To(seconds(s.ResearcherTimeout()))
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumePrompt, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: roundConfigMapName(b.ar, a.Round)},
+		LocalObjectReference: corev1.LocalObjectReference{Name: promptConfigMapName(b.ar, a)},
 		Items:                []corev1.KeyToPath{{Key: promptKey, Path: path.Base(steps.PromptFile)}},
 	}}})
 	pod := b.pod(childName(b.ar, a), a.Round, stepResearcher, spec)
@@ -320,8 +335,16 @@ func (b childBuilder) researcherPod(a round.Action) (*corev1.Pod, error) {
 }
 
 // compliancePod checks the changed files in the operator's image and, when
-// the protocol has kernel targets, their parity in the training image.
+// the protocol has kernel targets, their parity in the training image. It
+// names the commit it checks on, which a round started early can move on
+// from while its check exists.
 func (b childBuilder) compliancePod(a round.Action) *corev1.Pod {
+	pod := b.checkPod(a)
+	pod.Annotations = map[string]string{AnnotationBase: a.BaseCommit}
+	return pod
+}
+
+func (b childBuilder) checkPod(a round.Action) *corev1.Pod {
 	s := b.ar.Spec
 	// The check needs nothing of the hidden holdout, and a pod that runs
 	// the candidate's kernels is told nothing of it.
@@ -329,6 +352,7 @@ func (b childBuilder) compliancePod(a round.Action) *corev1.Pod {
 	checked.Holdout = nil
 	opts := steps.CheckOptions{
 		Worktree: b.worktree(), Round: a.Round, Base: a.BaseCommit, Start: b.ar.Status.Workspace.StartCommit, Spec: &checked,
+		Candidate: candidate(a), CandidateRoot: b.candidateRoot(a), SealBase: a.SealBase, Combine: a.Combine,
 	}
 	if len(s.KernelTargets) == 0 {
 		return b.pod(childName(b.ar, a), a.Round, stepCompliance, b.podSpec(b.ownContainer(stepCompliance, steps.CheckArgs(projectBinary, opts))))
@@ -344,7 +368,7 @@ func (b childBuilder) compliancePod(a round.Action) *corev1.Pod {
 	// the candidate as sealed, and sees nothing else of the workspace.
 	parity.Env = s.Train.Env
 	parity.VolumeMounts = []corev1.VolumeMount{
-		{Name: volumeWorkspace, MountPath: steps.WorktreeDir, SubPath: workspaceSubPath(filepath.ToSlash(supervisor.RunDir(steps.StateDir, a.Round, 0, supervisor.RunParity)))},
+		{Name: volumeWorkspace, MountPath: steps.WorktreeDir, SubPath: workspaceSubPath(b.runDir(a, supervisor.RunParity))},
 		{Name: volumeResults, MountPath: resultsMount},
 	}
 	parity = withTools(parity)
@@ -388,6 +412,9 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 	if a.Sample > 0 {
 		opts.LogPath = steps.LogPath(a.Round, fmt.Sprintf("%s-%d", step, a.Sample))
 	}
+	if a.Candidates > 0 {
+		opts.LogPath = steps.LogPath(a.Round, path.Join(candidate(a), step))
+	}
 	command, image := s.Train.Command, b.trainImage()
 	limit := s.Fixed.TimeLimit.Duration
 	if a.Type == round.ActionRunEval {
@@ -414,9 +441,14 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 	spec := b.gpuPodSpec(c)
 	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step, path.Dir(opts.LogPath)))
 	if opts.FixedHashesFile != "" {
+		// The hashes are the experiment's, in each candidate's ConfigMap
+		// alike; the first candidate's always exists, and the one
+		// spec.combine adds, which has no Researcher, has none of its own.
+		first := a
+		first.Candidate = 0
 		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeHashes, MountPath: hashesMount, ReadOnly: true})
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeHashes, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: roundConfigMapName(b.ar, a.Round)},
+			LocalObjectReference: corev1.LocalObjectReference{Name: promptConfigMapName(b.ar, first)},
 			Items:                []corev1.KeyToPath{{Key: hashesKey, Path: hashesKey}},
 		}}})
 	}
@@ -509,7 +541,18 @@ func (b childBuilder) stepTemplate(t corev1.PodTemplateSpec, step string) (corev
 
 // runDir is where the train or eval step of a checks out its code.
 func (b childBuilder) runDir(a round.Action, step string) string {
-	return filepath.ToSlash(supervisor.RunDir(steps.StateDir, a.Round, a.Sample, step))
+	return filepath.ToSlash(supervisor.RunDir(steps.StateDir, a.Round, a.Sample, supervisor.CandidateStep(step, candidate(a))))
+}
+
+// candidateRoot is where the Researcher of a's candidate works in a round
+// of several or started early; "" in a round of one that works in the
+// worktree.
+func (b childBuilder) candidateRoot(a round.Action) string {
+	// The candidate spec.combine adds has no Researcher, and no copy.
+	if (a.Candidates == 0 && !a.Early) || len(a.Combine) > 0 {
+		return ""
+	}
+	return path.Join(steps.CandidatesDir, "r"+label(a))
 }
 
 // holdoutJob runs the hidden holdout evaluation in the evaluation's

@@ -20,6 +20,9 @@ const (
 	ManagerName        = "autoresearch-operator"
 	// ControllerName reports the operator's events.
 	ControllerName = "autoresearch-controller"
+	// AnnotationBase on a compliance pod names the commit it checks the
+	// candidate on.
+	AnnotationBase = "autoresearch.dev/base"
 	// LabelKueueQueue admits Jobs through Kueue.
 	LabelKueueQueue = "kueue.x-k8s.io/queue-name"
 )
@@ -56,6 +59,29 @@ func roundConfigMapName(ar *v1alpha1.AutoResearch, n int32) string {
 	return fmt.Sprintf("%s-r%d-prompt", ar.Name, n)
 }
 
+// promptConfigMapName names the ConfigMap of a's prompt and hashes: the
+// round's, or its candidate's in a round of several.
+func promptConfigMapName(ar *v1alpha1.AutoResearch, a round.Action) string {
+	return fmt.Sprintf("%s-r%s-prompt", ar.Name, label(a))
+}
+
+// label is a's round, with its candidate in a round of several: "3b".
+func label(a round.Action) string {
+	if a.Candidates == 0 {
+		return strconv.Itoa(int(a.Round))
+	}
+	return round.CandidateLabel(a.Round, round.CandidateName(a.Candidate))
+}
+
+// candidate names a's candidate in a round of several, "" in a round of
+// one.
+func candidate(a round.Action) string {
+	if a.Candidates == 0 {
+		return ""
+	}
+	return round.CandidateName(a.Candidate)
+}
+
 // childName is the name of the child that performs an action.
 func childName(ar *v1alpha1.AutoResearch, a round.Action) string {
 	switch a.Type {
@@ -68,7 +94,10 @@ func childName(ar *v1alpha1.AutoResearch, a round.Action) string {
 	if a.Sample > 0 {
 		return fmt.Sprintf("%s-r%d-%s-%d", ar.Name, a.Round, step, a.Sample)
 	}
-	return fmt.Sprintf("%s-r%d-%s", ar.Name, a.Round, step)
+	if step == stepGit {
+		return fmt.Sprintf("%s-r%d-%s", ar.Name, a.Round, step)
+	}
+	return fmt.Sprintf("%s-r%s-%s", ar.Name, label(a), step)
 }
 
 func actionStep(t round.ActionType) string {

@@ -31,18 +31,34 @@ type world struct {
 type stepFailure struct {
 	name   string
 	reason string
+	// outdated says that the child does what the round no longer asks
+	// for, which is no failure: it is made anew without a warning.
+	outdated bool
 }
 
-// observe turns the state of the child that performs the action in
-// progress into the engine's observation; a step still running is a Tick.
+// observe turns the state of the children that perform the actions in
+// progress into the engine's observation: the first child that broke, or
+// else the first that finished; a Tick while all still run. The others
+// are seen in the reconciles that follow.
 func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world) (round.Observation, *stepFailure) {
 	tick := round.Observation{Kind: round.ObserveTick}
-	a, ok := round.CurrentAction(spec, &ar.Status)
-	if !ok {
-		return tick, nil
+	for _, a := range round.CurrentActions(spec, &ar.Status) {
+		obs, failure := observeAction(ar, a, w)
+		if failure != nil || obs.Kind != round.ObserveTick {
+			return obs, failure
+		}
 	}
+	return tick, nil
+}
+
+// observeAction is what the child that performs a says of it.
+func observeAction(ar *v1alpha1.AutoResearch, a round.Action, w world) (round.Observation, *stepFailure) {
+	tick := round.Observation{Kind: round.ObserveTick}
 	name := childName(ar, a)
 	if a.Type == round.ActionRunTrain || a.Type == round.ActionRunEval || a.Type == round.ActionRunHoldout {
+		if queued(ar, a, w.jobs[name]) {
+			return round.Observation{Kind: round.ObserveQueued, Round: a.Round, Candidate: a.Candidate}, nil
+		}
 		if podsBehind(w.jobs[name], w.jobPods[name], w.now) {
 			return tick, nil
 		}
@@ -55,11 +71,16 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 		return observeGPUStep(a, w.jobs[name], w.jobPods[name]), nil
 	}
 	pod := w.pods[name]
+	if pod != nil && a.Type == round.ActionCheckCompliance && pod.Annotations[AnnotationBase] != a.BaseCommit {
+		// Checked on an older best, which the round has moved on from
+		// (spec.pipeline): the check is made again on the new one.
+		return tick, &stepFailure{name: name, reason: "the check was made on an older best", outdated: true}
+	}
 	if !podFinished(pod) {
 		return tick, nil
 	}
 	if pod.Status.Phase == corev1.PodFailed && (pod.DeletionTimestamp != nil || disrupted(pod)) {
-		return tick, &stepFailure{name, "the pod was deleted or disrupted before it finished, which is the cluster's doing, never a verdict"}
+		return tick, &stepFailure{name: name, reason: "the pod was deleted or disrupted before it finished, which is the cluster's doing, never a verdict"}
 	}
 	obs := round.Observation{Round: a.Round, Candidate: a.Candidate}
 	switch a.Type {
@@ -75,10 +96,10 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 		var res steps.ComplianceResult
 		check := containerTerminated(pod, stepCompliance)
 		if check == nil {
-			return tick, &stepFailure{name, "the compliance check ended without a result: " + podProblem(pod, nil)}
+			return tick, &stepFailure{name: name, reason: "the compliance check ended without a result: " + podProblem(pod, nil)}
 		}
 		if err := steps.Decode(check.Message, &res); err != nil {
-			return tick, &stepFailure{name, "the compliance check ended without a result: " + podProblem(pod, err)}
+			return tick, &stepFailure{name: name, reason: "the compliance check ended without a result: " + podProblem(pod, err)}
 		}
 		res.Parity = ""
 		if parity := containerTerminated(pod, containerParity); parity != nil && res.Violation == "" && !res.NoChange {
@@ -90,14 +111,14 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 			}
 		}
 		obs.Kind = round.ObserveComplianceChecked
-		obs.Compliance = &round.ComplianceResult{Strategy: res.Strategy, Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange, Candidate: res.Candidate}
+		obs.Compliance = &round.ComplianceResult{Strategy: res.Strategy, Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange, Candidate: res.Candidate, Conflict: res.Conflict}
 	case round.ActionCommit, round.ActionRollback, round.ActionFinish:
 		var res steps.GitResult
 		if pod.Status.Phase != corev1.PodSucceeded {
-			return tick, &stepFailure{name, fmt.Sprintf("the %s step failed: %s", actionStep(a.Type), podProblem(pod, nil))}
+			return tick, &stepFailure{name: name, reason: fmt.Sprintf("the %s step failed: %s", actionStep(a.Type), podProblem(pod, nil))}
 		}
 		if err := steps.Decode(lastTerminated(pod).Message, &res); err != nil {
-			return tick, &stepFailure{name, fmt.Sprintf("the %s step ended without a result: %s", actionStep(a.Type), podProblem(pod, err))}
+			return tick, &stepFailure{name: name, reason: fmt.Sprintf("the %s step ended without a result: %s", actionStep(a.Type), podProblem(pod, err))}
 		}
 		obs.Commit = res.Commit
 		if p := res.Push; p != nil {
@@ -110,6 +131,19 @@ func observe(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, w world
 		return tick, nil
 	}
 	return obs, nil
+}
+
+// awaitsAdmission reports a Job Kueue has not admitted: the operator made
+// it suspended, for Kueue to start once it has the quota.
+func awaitsAdmission(job *batchv1.Job) bool {
+	return job != nil && job.Labels[LabelKueueQueue] != "" && job.Spec.Suspend != nil && *job.Spec.Suspend
+}
+
+// queued reports a's Job waiting for admission when the round would wait
+// for the queue alone (round.Queueable).
+func queued(ar *v1alpha1.AutoResearch, a round.Action, job *batchv1.Job) bool {
+	cr := ar.Status.CurrentRound
+	return awaitsAdmission(job) && cr != nil && cr.Number == a.Round && round.Queueable(cr, a.Candidate)
 }
 
 // podLag bounds how long a finished Job waits for its pods to reach the
@@ -166,7 +200,7 @@ func stoppedBeforeItsTime(job *batchv1.Job, pods []*corev1.Pod) *stepFailure {
 			}
 		}
 	}
-	return &stepFailure{job.Name, job.Name + " reached its deadline before its command ran: it waited for a GPU, admission or its image, which is never a verdict"}
+	return &stepFailure{name: job.Name, reason: job.Name + " reached its deadline before its command ran: it waited for a GPU, admission or its image, which is never a verdict"}
 }
 
 // lostItsPod is a failed training or evaluation Job whose pods were all
@@ -185,7 +219,7 @@ func lostItsPod(job *batchv1.Job, pods []*corev1.Pod) *stepFailure {
 			return nil
 		}
 	}
-	return &stepFailure{job.Name, job.Name + " failed after its pod was deleted or disrupted, which is the cluster's doing, never a verdict"}
+	return &stepFailure{name: job.Name, reason: job.Name + " failed after its pod was deleted or disrupted, which is the cluster's doing, never a verdict"}
 }
 
 // disrupted reports a pod the cluster took away for reasons of its own:

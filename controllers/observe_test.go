@@ -64,6 +64,7 @@ func TestParityCannotSpeakForTheFileCheck(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationBase: "base"}},
 				Spec: corev1.PodSpec{
 					InitContainers: []corev1.Container{{Name: stepCompliance}},
 					Containers:     []corev1.Container{{Name: containerParity}},

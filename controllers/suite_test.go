@@ -118,14 +118,15 @@ type manager struct {
 }
 
 // startManager runs the reconciler in its own manager, as the operator
-// binary does, until stop or the end of the test.
-func startManager(t testing.TB) *manager {
+// binary does, until stop or the end of the test; with watchNamespaces it
+// sees only those, as with --watch-namespaces.
+func startManager(t testing.TB, watchNamespaces ...string) *manager {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(),
+		Cache:                  CacheOptions(watchNamespaces),
 		// Tests start a manager after another one, in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

@@ -26,6 +26,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.baseline) == has(oldSelf.baseline) && (!has(self.baseline) || self.baseline == oldSelf.baseline)",message="baseline cannot change once the experiment exists; start a new experiment instead",fieldPath=".baseline"
 // +kubebuilder:validation:XValidation:rule="self.source == oldSelf.source",message="source cannot change once the experiment exists: the experiment's repository comes from it; start a new experiment instead",fieldPath=".source"
 // +kubebuilder:validation:XValidation:rule="self.workspace == oldSelf.workspace",message="workspace cannot change once the experiment exists: the experiment's repository lives there; start a new experiment instead",fieldPath=".workspace"
+// +kubebuilder:validation:XValidation:rule="!has(self.combine) || !self.combine || (has(self.candidates) && self.candidates >= 2 && self.candidates <= 15)",message="combine needs candidates from 2 to 15: it adds a candidate to a round in which two or more improved",fieldPath=".combine"
 // +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || (has(self.fixed.files) && size(self.fixed.files) > 0)",message="kernelTargets need their baseline modules listed in fixed.files",fieldPath=".kernelTargets"
 // +kubebuilder:validation:XValidation:rule="has(self.holdout) == has(oldSelf.holdout) && (!has(self.holdout) || self.holdout == oldSelf.holdout)",message="holdout cannot change once the experiment exists: the best's holdout value was measured under it; start a new experiment instead",fieldPath=".holdout"
 // +kubebuilder:validation:XValidation:rule="!has(self.holdout) || !has(self.holdout.volume) || !has(self.holdout.volume.persistentVolumeClaim) || !has(self.source.pvc) || self.holdout.volume.persistentVolumeClaim.claimName != self.source.pvc.claimName",message="the holdout's claim may not be the workspace claim, which every Researcher mounts: keep the holdout's data on a claim of its own",fieldPath=".holdout.volume.persistentVolumeClaim.claimName"
@@ -44,6 +45,36 @@ type AutoResearchSpec struct {
 	// +kubebuilder:validation:Maximum=100000
 	// +required
 	MaxRounds int32 `json:"maxRounds,omitempty"`
+
+	// candidates is how many candidates every round tries at once, each
+	// by its own Researcher on its own copy of the best code, told which
+	// direction is its own, and each complianced, trained and evaluated on
+	// its own GPU. The round commits the best candidate that beats the best
+	// by more than the noise margin; every candidate keeps its verdict and
+	// its ledger row (3a, 3b, …). The baseline is one candidate.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	// +kubebuilder:default=1
+	// +optional
+	Candidates int32 `json:"candidates,omitempty"`
+
+	// pipeline starts the next round's Researchers once this round's
+	// candidates are checked, while they train, from the best code known
+	// then, so that GPUs do not wait for Researchers. When this round
+	// commits a new best, each of the next round's candidates is carried
+	// onto it by a three-way merge and checked again; one whose change
+	// conflicts with the new best is stale, and not trained.
+	// +optional
+	Pipeline *bool `json:"pipeline,omitempty"`
+
+	// combine adds a candidate to a round in which two or more candidates
+	// improved: their changes applied together by a three-way merge onto
+	// the round's base, checked, trained and evaluated as any candidate,
+	// ranked with the others, and named by the next letter (3c after 3a
+	// and 3b). When the changes conflict, it is a conflict and not trained.
+	// Needs candidates from 2 to 15.
+	// +optional
+	Combine *bool `json:"combine,omitempty"`
 
 	// target ends the experiment as soon as the best metric reaches it. A
 	// decimal string such as "0.95".
@@ -146,7 +177,9 @@ type AutoResearchSpec struct {
 	Suspend *bool `json:"suspend,omitempty"`
 
 	// queueName is the Kueue LocalQueue that admits the training and
-	// evaluation Jobs.
+	// evaluation Jobs, each candidate's a workload of its own. A round of
+	// several goes on with the candidates the queue admitted: one whose Job
+	// still waits once the others are done with the step is queued.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:MinLength=1
@@ -845,17 +878,34 @@ const (
 )
 
 // Verdict is the outcome of a round.
-// +kubebuilder:validation:Enum=baseline;improved;not_improved;within_noise;no_change;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;constraint_failed;overfit;researcher_failed
+// +kubebuilder:validation:Enum=baseline;improved;superseded;not_improved;within_noise;no_change;stale;conflict;queued;compliance_failed;parity_failed;train_failed;train_timeout;eval_failed;constraint_failed;overfit;researcher_failed
 type Verdict string
 
 const (
-	VerdictBaseline    Verdict = "baseline"
-	VerdictImproved    Verdict = "improved"
+	VerdictBaseline Verdict = "baseline"
+	VerdictImproved Verdict = "improved"
+	// VerdictSuperseded: the candidate beat the best by more than the
+	// noise margin, but another candidate of its round beat it; the round
+	// committed that one, and this one stays on its candidate ref.
+	VerdictSuperseded  Verdict = "superseded"
 	VerdictNotImproved Verdict = "not_improved"
 	VerdictWithinNoise Verdict = "within_noise"
 	// VerdictNoChange: the candidate changed no file, so it was neither
 	// trained nor evaluated.
-	VerdictNoChange         Verdict = "no_change"
+	VerdictNoChange Verdict = "no_change"
+	// VerdictStale: the candidate's Researcher started while the round
+	// before trained (spec.pipeline), and its change conflicts with the
+	// best code that round committed, so it was neither trained nor
+	// evaluated.
+	VerdictStale Verdict = "stale"
+	// VerdictConflict: the candidate spec.combine made of its round's
+	// improved candidates could not apply their changes together, as they
+	// conflict, so it was neither trained nor evaluated.
+	VerdictConflict Verdict = "conflict"
+	// VerdictQueued: the candidate's training or evaluation Job waited for
+	// admission to spec.queueName while the round's other candidates were
+	// done with that step, so the round went on without it.
+	VerdictQueued           Verdict = "queued"
 	VerdictComplianceFailed Verdict = "compliance_failed"
 	VerdictParityFailed     Verdict = "parity_failed"
 	VerdictTrainFailed      Verdict = "train_failed"
@@ -933,6 +983,12 @@ type AutoResearchStatus struct {
 	// +optional
 	CompletedRounds int32 `json:"completedRounds"`
 
+	// gpus is the number of GPUs the experiment's training, evaluation and
+	// holdout pods ask for now: spec.train.gpus for each candidate in one
+	// of those steps.
+	// +optional
+	GPUs int32 `json:"gpus"`
+
 	// best is the best committed result so far.
 	// +optional
 	Best *BestResult `json:"best,omitempty"`
@@ -948,6 +1004,12 @@ type AutoResearchStatus struct {
 	// currentRound is the round in progress.
 	// +optional
 	CurrentRound *RoundStatus `json:"currentRound,omitempty"`
+
+	// nextRound is the round spec.pipeline started while currentRound's
+	// candidates train: its Researchers and checks run, and it waits to
+	// train until it becomes the current round.
+	// +optional
+	NextRound *RoundStatus `json:"nextRound,omitempty"`
 
 	// history holds the baseline's record and the most recent
 	// spec.historyLimit rounds, oldest first.
@@ -1070,6 +1132,12 @@ type RoundStatus struct {
 	// stepStartTime of the current step.
 	// +optional
 	StepStartTime *metav1.Time `json:"stepStartTime,omitempty"`
+	// timeline says when each of the round's steps started so far, to the
+	// microsecond.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Timeline []StepStart `json:"timeline,omitempty"`
 	// waiting says why the running step has not started: its pod waits to
 	// be scheduled, or cannot start a container (a missing Secret, an
 	// image that cannot be pulled). Empty once it runs.
@@ -1101,7 +1169,29 @@ type RoundStatus struct {
 type CandidateStatus struct {
 	// index of the candidate within the round.
 	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=15
 	Index int32 `json:"index"`
+	// step the candidate is waiting to start, when it finished the round's
+	// step before the other candidates did; empty while it is in the
+	// round's step.
+	// +optional
+	Step Step `json:"step,omitempty"`
+	// base is the commit the candidate's Researcher started from, in a
+	// round spec.pipeline started early; when the round's baseCommit has
+	// moved on since, the candidate is carried onto it before its check.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Base string `json:"base,omitempty"`
+	// combines lists the candidates whose changes this one, which
+	// spec.combine added to the round, applies together.
+	// +optional
+	// +kubebuilder:validation:MaxItems=15
+	// +listType=set
+	// +kubebuilder:validation:items:Minimum=0
+	// +kubebuilder:validation:items:Maximum=15
+	Combines []int32 `json:"combines,omitempty"`
 	// strategy the Researcher chose.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
@@ -1178,6 +1268,12 @@ type HoldoutReading struct {
 	// round is the round measured; 0 for the baseline.
 	// +required
 	Round int32 `json:"round"`
+	// candidate names the candidate measured in a round of several.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-p]$`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1
+	Candidate string `json:"candidate,omitempty"`
 	// value is the holdout metric as printed.
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -1206,6 +1302,12 @@ type RoundRecord struct {
 	// round is the round's number; 0 is the baseline.
 	// +required
 	Round int32 `json:"round"`
+	// candidate names the candidate of a round of several: a, b, …
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-p]$`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1
+	Candidate string `json:"candidate,omitempty"`
 	// strategy is what the Researcher said it tried.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -1253,9 +1355,29 @@ type RoundRecord struct {
 	// durations of the round's user processes.
 	// +optional
 	Durations StepDurations `json:"durations"`
+	// startTime of the round.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// timeline says when each of the round's steps started, to the
+	// microsecond: with durations, the time between steps that no user
+	// process ran.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Timeline []StepStart `json:"timeline,omitempty"`
 	// completionTime is when the round's verdict was recorded.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// StepStart is when a step of a round started.
+type StepStart struct {
+	// step that started.
+	// +required
+	Step Step `json:"step,omitempty"`
+	// time it started, to the microsecond.
+	// +required
+	Time metav1.MicroTime `json:"time,omitzero"`
 }
 
 // WorkspaceStatus describes the experiment's worktree.
@@ -1380,6 +1502,8 @@ type Usage struct {
 // +kubebuilder:printcolumn:name="Best",type=string,JSONPath=`.status.best.value`
 // +kubebuilder:printcolumn:name="Baseline",type=string,JSONPath=`.status.baseline.value`
 // +kubebuilder:printcolumn:name="Last Verdict",type=string,JSONPath=`.status.lastVerdict`
+// +kubebuilder:printcolumn:name="Candidates",type=integer,JSONPath=`.spec.candidates`
+// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.status.gpus`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Metric",type=string,JSONPath=`.spec.eval.metric`,priority=1
 // +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.currentRound.step`,priority=1

@@ -109,6 +109,7 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 			errs = append(errs, s.Profile.ExpectedRuntime.Validate(p.Child("profile", "expectedRuntime"))...)
 		}
 	}
+	errs = append(errs, s.validateCombine(p.Child("combine"))...)
 	errs = append(errs, validateKernelTargets(p.Child("kernelTargets"), s.KernelTargets)...)
 	if len(s.KernelTargets) > 0 && len(s.Fixed.Files) == 0 {
 		errs = append(errs, field.Forbidden(p.Child("kernelTargets"), "kernelTargets need their baseline modules listed in fixed.files"))
@@ -680,4 +681,13 @@ func (pl *PlateauSpec) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("action"), pl.Action, []PlateauAction{PlateauWarn, PlateauStop}))
 	}
 	return errs
+}
+
+// validateCombine holds spec.combine to the candidates it needs: two or
+// more to combine, and room for one more.
+func (s *AutoResearchSpec) validateCombine(p *field.Path) field.ErrorList {
+	if s.Combine == nil || !*s.Combine || (s.Candidates >= 2 && s.Candidates <= 15) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p, true, "combine needs candidates from 2 to 15: it adds a candidate to a round in which two or more improved")}
 }

@@ -58,7 +58,7 @@ func newScriptedResearcherCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			err = scripted.Run(cmd.Context(), p, inv.Round, dir, inv.ExperiencesPath, cmd.OutOrStdout())
+			err = scripted.Run(cmd.Context(), p, inv.Round, inv.Candidate, dir, inv.ExperiencesPath, cmd.OutOrStdout())
 			var exit *scripted.ExitError
 			if errors.As(err, &exit) {
 				return &exitError{code: exit.Code, err: err}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,6 +41,7 @@ func newRunCommand() *cobra.Command {
 		verbose    bool
 		grace      time.Duration
 		rebaseline bool
+		gpus       []string
 	)
 	cmd := &cobra.Command{
 		Use:   "run -f experiment.yaml",
@@ -66,6 +68,13 @@ func newRunCommand() *cobra.Command {
 			}()
 			opts := runner.Options{
 				Out: cmd.OutOrStdout(), Verbose: verbose, Stop: stop, Grace: grace, KillGrace: grace, Rebaseline: rebaseline,
+				GPUs: gpus,
+			}
+			if len(gpus) == 0 && x.Object.Spec.Candidates > 1 {
+				// One GPU each, from the ones this shell was given.
+				if visible := os.Getenv("CUDA_VISIBLE_DEVICES"); visible != "" {
+					opts.GPUs = strings.Split(visible, ",")
+				}
 			}
 			if opts.OutputUsername, opts.OutputToken, err = takeOutputCredentials(); err != nil {
 				return err
@@ -83,6 +92,7 @@ func newRunCommand() *cobra.Command {
 	flags.register(cmd)
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "stream the Researcher's, training's and evaluation's output")
 	cmd.Flags().DurationVar(&grace, "grace", runner.DefaultGrace, "buffer past a time limit before SIGTERM, and between SIGTERM and SIGKILL")
+	cmd.Flags().StringSliceVar(&gpus, "gpus", nil, "the GPUs the candidates of a round (spec.candidates) train and evaluate on, one each in turn, e.g. 0,1,2,3; each step sees its own as CUDA_VISIBLE_DEVICES (default: the devices CUDA_VISIBLE_DEVICES lists, when spec.candidates > 1)")
 	cmd.Flags().BoolVar(&rebaseline, "rebaseline", false, "accept a measure (fixed files, train or eval command, metric, baseline…) changed since the experiment started: measure the baseline again on the best code before the next round; the rounds done keep their verdicts")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -146,27 +147,40 @@ const maxErrorBytes = 2048
 
 func newWorkspacePrepareCommand() *cobra.Command {
 	var (
-		f        ledgerStepFlags
-		stateDir string
-		round    int32
-		base     string
+		f               ledgerStepFlags
+		stateDir        string
+		round           int32
+		base            string
+		candidate, root string
+		prepare         bool
 	)
 	cmd := &cobra.Command{
-		Use:   "prepare --name NAME --round N --base SHA [--ledger JSON]",
-		Short: "Before a Researcher: record a pending ledger row, put the worktree back on the round's base and back up the ledger",
+		Use:   "prepare --name NAME --round N --base SHA [--ledger JSON] [--candidate a --candidate-root DIR [--prepare-worktree]]",
+		Short: "Before a Researcher: record a pending ledger row, put the worktree back on the round's base and back up the ledger; for a candidate of a round of several, copy base's files to its own directory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ws, u, err := f.open()
 			if err != nil {
 				return err
 			}
-			return supervisor.PrepareRound(cmd.Context(), ws, round, base, stateDir, u)
+			if root == "" || prepare {
+				if err := supervisor.PrepareRound(cmd.Context(), ws, round, base, stateDir, u); err != nil {
+					return err
+				}
+			}
+			if root == "" {
+				return nil
+			}
+			return supervisor.PrepareCandidate(cmd.Context(), ws, round, base, root)
 		},
 	}
 	f.register(cmd, "a ledger update to record first, as JSON", false)
 	cmd.Flags().StringVar(&stateDir, "state-dir", steps.StateDir, "where the supervisor keeps the ledger backup")
 	cmd.Flags().Int32Var(&round, "round", 0, "the round")
 	cmd.Flags().StringVar(&base, "base", "", "the commit the round starts from")
+	cmd.Flags().StringVar(&candidate, "candidate", "", "the candidate (a, b, …) of a round of several")
+	cmd.Flags().StringVar(&root, "candidate-root", "", "the directory where the Researcher works on a copy of its own, in a round of several candidates or started early")
+	cmd.Flags().BoolVar(&prepare, "prepare-worktree", false, "with --candidate-root, also prepare the worktree as for a round of one (a round's first candidate does)")
 	_ = cmd.MarkFlagRequired("base")
 	return cmd
 }
@@ -181,6 +195,10 @@ func newWorkspaceCheckCommand() *cobra.Command {
 		specFile    string
 		alsoWrite   string
 		result      string
+		candidate   string
+		root        string
+		sealBase    string
+		combine     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "check --name NAME --round N --base SHA --start SHA --spec JSON|--spec-file FILE",
@@ -195,18 +213,30 @@ func newWorkspaceCheckCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			strategy, err := supervisor.FinishResearch(cmd.Context(), ws, round, stateDir, nil)
+			var res steps.ComplianceResult
+			switch {
+			case len(combine) > 0:
+				res, err = supervisor.CheckCombinedCompliance(cmd.Context(), ws, spec, round, candidate, combine, base, start, stateDir)
+			case root != "":
+				// The candidate's Researcher reached nothing but its own
+				// directory, where its Strategy row is.
+				res, err = supervisor.CheckCandidateCompliance(cmd.Context(), ws, spec, round, candidate, root, sealBase, base, start, stateDir)
+				res.Strategy = workspace.StrategyFrom(filepath.Join(root, filepath.FromSlash(ws.Subdir), workspace.ExperiencesFile), int(round))
+			default:
+				var strategy string
+				if strategy, err = supervisor.FinishResearch(cmd.Context(), ws, round, stateDir, nil); err != nil {
+					return err
+				}
+				res, err = supervisor.CheckCompliance(cmd.Context(), ws, spec, round, base, start, stateDir)
+				res.Strategy = strategy
+			}
 			if err != nil {
 				return err
 			}
-			res, err := supervisor.CheckCompliance(cmd.Context(), ws, spec, round, base, start, stateDir)
-			if err != nil {
-				return err
-			}
-			res.Strategy = strategy
-			if len(spec.KernelTargets) > 0 && res.Violation == "" && !res.NoChange {
+			if len(spec.KernelTargets) > 0 && res.Violation == "" && !res.NoChange && res.Conflict == "" {
 				// The parity check runs the candidate as sealed.
-				if _, err := supervisor.PrepareRun(cmd.Context(), ws, res.Candidate, supervisor.RunDir(stateDir, round, 0, supervisor.RunParity), "", nil); err != nil {
+				run := supervisor.RunDir(stateDir, round, 0, supervisor.CandidateStep(supervisor.RunParity, candidate))
+				if _, err := supervisor.PrepareRun(cmd.Context(), ws, res.Candidate, run, "", nil); err != nil {
 					return err
 				}
 			}
@@ -231,6 +261,11 @@ func newWorkspaceCheckCommand() *cobra.Command {
 	fl.StringVar(&specFile, "spec-file", "", "a file holding the AutoResearch spec, as JSON or YAML")
 	fl.StringVar(&alsoWrite, "also-write", "", "a second file for the result, for the parity step")
 	fl.StringVar(&result, "result", steps.TerminationMessagePath, "where the JSON result goes")
+	fl.StringVar(&candidate, "candidate", "", "the candidate (a, b, …) of a round of several")
+	fl.StringVar(&root, "candidate-root", "", "the directory where the Researcher worked on a copy of its own")
+	fl.StringVar(&sealBase, "seal-base", "", "with --candidate-root, the commit the Researcher started from, when --base has moved on since: the candidate is carried onto --base")
+	fl.StringSliceVar(&combine, "combine", nil, "the sealed commits, each on --base, of the candidates whose changes --candidate applies together")
+	cmd.MarkFlagsMutuallyExclusive("combine", "candidate-root")
 	for _, name := range []string{"base", "start"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

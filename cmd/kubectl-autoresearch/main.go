@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/version"
 )
 
 func main() {
@@ -93,7 +94,10 @@ func newRootCommand() *cobra.Command {
 		Short:         "Watch and steer AutoResearch experiments on a cluster, and read their ledger, logs and code from the workspace volume",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints the release this binary was built from.
+		Version: version.String(),
 	}
+	root.SetVersionTemplate("kubectl-autoresearch {{.Version}}\n")
 	c.register(root)
 	root.AddCommand(newStatusCommand(c), newNoteCommand(c), newSuspendCommand(c, true), newSuspendCommand(c, false),
 		newLogsCommand(c), newReportCommand(c), newExportCommand(c), newDiffCommand(c))

@@ -13,6 +13,7 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/readout"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/version"
 )
 
 // execute runs the plugin with args against no cluster: only mistakes in
@@ -42,6 +43,8 @@ func TestArgumentMistakesAreExplained(t *testing.T) {
 		"logs of a path":         {[]string{"logs", "tiny", "--round", "1", "--step", "../state/x"}, "name a step"},
 		"export without a file":  {[]string{"export", "tiny"}, "-o FILE.bundle is required"},
 		"diff without a round":   {[]string{"diff", "tiny"}, `"round" not set`},
+		"logs of no candidate":   {[]string{"logs", "tiny", "--round", "1", "--candidate", "../b"}, "name a candidate by its letter"},
+		"diff of candidate z":    {[]string{"diff", "tiny", "--round", "1", "--candidate", "z"}, "name a candidate by its letter"},
 		"report of two":          {[]string{"report", "a", "b"}, "give the experiment's name"},
 		"a command that is none": {[]string{"approve", "tiny"}, "unknown command"},
 	}
@@ -52,6 +55,35 @@ func TestArgumentMistakesAreExplained(t *testing.T) {
 				t.Errorf("error %v, want it to say %q\n%s", err, tc.want, out)
 			}
 		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--version"})
+	err := cmd.Execute()
+	if err != nil || strings.TrimSpace(out.String()) != "kubectl-autoresearch "+version.String() {
+		t.Errorf("--version printed %q (error %v), want the stamped version %q", out.String(), err, version.String())
+	}
+}
+
+func TestCandidateFlagCheck(t *testing.T) {
+	ar := &v1alpha1.AutoResearch{ObjectMeta: metav1.ObjectMeta{Name: "tiny"}, Spec: v1alpha1.AutoResearchSpec{Candidates: 2}}
+	for _, tc := range []struct {
+		name  string
+		round int32
+		want  string
+	}{
+		{"", 1, "tiny tries 2 candidates a round: name one with --candidate"},
+		{"", 0, ""},
+		{"b", 1, ""},
+	} {
+		err := candidateFlag{tc.name}.check(ar, tc.round)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("candidate %q of round %d: %v, want %q", tc.name, tc.round, err, tc.want)
+		}
 	}
 }
 

@@ -38,6 +38,31 @@ func (f *roundFlag) register(cmd *cobra.Command) {
 	_ = cmd.MarkFlagRequired("round")
 }
 
+// candidateFlag is the --candidate flag of the commands about one round:
+// the candidate of a round of several, a to p.
+type candidateFlag struct{ name string }
+
+func (f *candidateFlag) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.name, "candidate", "", "the candidate (a, b, …) of a round of several (spec.candidates)")
+}
+
+// valid refuses a name no candidate has.
+func (f candidateFlag) valid() error {
+	if f.name != "" && (len(f.name) != 1 || f.name[0] < 'a' || f.name[0] > 'p') {
+		return fmt.Errorf("--candidate %q: name a candidate by its letter, a to p", f.name)
+	}
+	return nil
+}
+
+// check refuses no name for a round of several, which has no log or
+// change of its own, only its candidates'.
+func (f candidateFlag) check(ar *v1alpha1.AutoResearch, round int32) error {
+	if f.name == "" && round > 0 && ar.Spec.Candidates > 1 {
+		return fmt.Errorf("%s tries %d candidates a round: name one with --candidate a, b, …", ar.Name, ar.Spec.Candidates)
+	}
+	return nil
+}
+
 // check refuses a round the experiment has not reached.
 func (f roundFlag) check(ar *v1alpha1.AutoResearch) error {
 	if f.round < 0 {
@@ -52,16 +77,20 @@ func (f roundFlag) check(ar *v1alpha1.AutoResearch) error {
 func newLogsCommand(c *cluster) *cobra.Command {
 	var (
 		rf   roundFlag
+		cf   candidateFlag
 		step string
 	)
 	cmd := &cobra.Command{
-		Use:   "logs NAME --round N [--step train|eval|researcher|compliance|git]",
+		Use:   "logs NAME --round N [--candidate a] [--step train|eval|researcher|compliance|git]",
 		Short: "Print a step's full log: training's and evaluation's from the workspace volume, the others' from their pods",
 		Args:  exactlyName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if step == "" || strings.ContainsAny(step, `/\`) || step == "." || step == ".." {
 				return fmt.Errorf("--step %q: name a step, such as train, eval or researcher", step)
+			}
+			if err := cf.valid(); err != nil {
+				return err
 			}
 			ar, err := c.experiment(ctx, args[0])
 			if err != nil {
@@ -70,9 +99,16 @@ func newLogsCommand(c *cluster) *cobra.Command {
 			if err := rf.check(ar); err != nil {
 				return err
 			}
-			logDir := volumePath(path.Dir(steps.LogPath(rf.round, step)))
+			// The git step is the round's, whatever its candidates.
+			if step != "git" {
+				if err := cf.check(ar, rf.round); err != nil {
+					return err
+				}
+			}
+			logPath := steps.LogPath(rf.round, path.Join(cf.name, step))
+			logDir := volumePath(path.Dir(logPath))
 			entries, err := c.read(ctx, ar, readout.Request{Items: []readout.Item{
-				{Name: "log", File: volumePath(steps.LogPath(rf.round, step))},
+				{Name: "log", File: volumePath(logPath)},
 				{Name: "round", List: logDir},
 			}})
 			if err != nil {
@@ -89,7 +125,7 @@ func newLogsCommand(c *cluster) *cobra.Command {
 			}
 			// The Researcher, the file check and the git step log to
 			// their pods only.
-			pod := fmt.Sprintf("%s-r%d-%s", ar.Name, rf.round, step)
+			pod := fmt.Sprintf("%s-r%d%s-%s", ar.Name, rf.round, cf.name, step)
 			stream, perr := c.clientset.CoreV1().Pods(ar.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: step}).Stream(ctx)
 			if perr == nil {
 				defer stream.Close()
@@ -101,6 +137,7 @@ func newLogsCommand(c *cluster) *cobra.Command {
 		},
 	}
 	rf.register(cmd)
+	cf.register(cmd)
 	cmd.Flags().StringVar(&step, "step", steps.StepTrain, "the step: train, eval (train-N and eval-N for the baseline's repeated runs), researcher, compliance, git")
 	return cmd
 }
@@ -240,13 +277,19 @@ func newExportCommand(c *cluster) *cobra.Command {
 }
 
 func newDiffCommand(c *cluster) *cobra.Command {
-	var rf roundFlag
+	var (
+		rf roundFlag
+		cf candidateFlag
+	)
 	cmd := &cobra.Command{
-		Use:   "diff NAME --round N",
+		Use:   "diff NAME --round N [--candidate a]",
 		Short: "Print the change a round's candidate made, as sealed after its Researcher, kept or not",
 		Args:  exactlyName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if err := cf.valid(); err != nil {
+				return err
+			}
 			ar, err := c.experiment(ctx, args[0])
 			if err != nil {
 				return err
@@ -257,7 +300,10 @@ func newDiffCommand(c *cluster) *cobra.Command {
 			if rf.round == 0 {
 				return fmt.Errorf("round 0 is the baseline, which changes nothing: name a round from 1 to %d", ar.Status.Round)
 			}
-			ref := workspace.CandidateRefOf(ar.Name, rf.round)
+			if err := cf.check(ar, rf.round); err != nil {
+				return err
+			}
+			ref := workspace.CandidateRefOf(ar.Name, rf.round) + cf.name
 			entries, err := c.read(ctx, ar, readout.Request{Items: []readout.Item{
 				{Name: "diff", Diff: &readout.Diff{Dir: experimentDir(ar), From: ref + "^", To: ref}},
 			}})
@@ -277,6 +323,7 @@ func newDiffCommand(c *cluster) *cobra.Command {
 		},
 	}
 	rf.register(cmd)
+	cf.register(cmd)
 	return cmd
 }
 

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -47,6 +48,7 @@ type options struct {
 	concurrency             int
 	kubeAPIQPS              float64
 	kubeAPIBurst            int
+	watchNamespaces         []string
 	zap                     zap.Options
 	printVersion            bool
 }
@@ -110,6 +112,10 @@ func parseOptions(args []string, getenv func(string) string) (*options, error) {
 		"How many experiments reconcile at once.")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 50, "Requests a second the manager may send to the API server.")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "Requests the manager may send in a burst to the API server.")
+	fs.Func("watch-namespaces",
+		"Comma-separated namespaces whose experiments the manager runs; it neither sees nor touches any other. "+
+			"Empty means every namespace. The manager needs its role in each of them (a Role instead of the ClusterRole).",
+		func(v string) error { return parseNamespaces(v, &o.watchNamespaces) })
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version this binary was built from and exit.")
 	o.zap.BindFlags(fs)
 
@@ -141,6 +147,24 @@ func parseResources(v string, res *corev1.ResourceRequirements) error {
 		}
 	}
 	*res = r
+	return nil
+}
+
+// parseNamespaces reads a comma-separated list of namespace names; an empty
+// list means every namespace.
+func parseNamespaces(v string, namespaces *[]string) error {
+	var out []string
+	for _, ns := range strings.Split(v, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("%q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		out = append(out, ns)
+	}
+	*namespaces = out
 	return nil
 }
 
@@ -185,7 +209,7 @@ func managerOptions(o *options, scheme *runtime.Scheme) ctrl.Options {
 		// The process exits as soon as the manager stops, so giving up the
 		// Lease on the way out is safe and lets a new leader start at once.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         controllers.CacheOptions(),
+		Cache:                         controllers.CacheOptions(o.watchNamespaces),
 	}
 }
 
@@ -218,6 +242,6 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 
-	setupLog.Info("Starting manager", "image", o.image, "leaderElection", o.leaderElect)
+	setupLog.Info("Starting manager", "image", o.image, "leaderElection", o.leaderElect, "watchNamespaces", o.watchNamespaces)
 	return mgr.Start(ctx)
 }

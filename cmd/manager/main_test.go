@@ -96,6 +96,21 @@ func TestParseOptions(t *testing.T) {
 			args:    []string{"--image=op", `--step-resources={"requests":{"cpu":"2"},"limits":{"cpu":"1"}}`},
 			wantErr: true,
 		},
+		"watched namespaces": {
+			args: []string{"--image=op", "--watch-namespaces= team-a,team-b,,"},
+			want: with(func(o *options) {
+				o.image = "op"
+				o.watchNamespaces = []string{"team-a", "team-b"}
+			}),
+		},
+		"an empty namespace list watches every namespace": {
+			args: []string{"--image=op", "--watch-namespaces="},
+			want: with(func(o *options) { o.image = "op" }),
+		},
+		"a watched namespace that is no namespace name": {
+			args:    []string{"--image=op", "--watch-namespaces=team-a,Team_B"},
+			wantErr: true,
+		},
 		"--version needs no image": {
 			args: []string{"--version"},
 			want: with(func(o *options) { o.printVersion = true }),
@@ -131,6 +146,8 @@ func TestManagerOptions(t *testing.T) {
 		args           []string
 		wantFilter     bool
 		wantNextProtos []string
+		// wantNamespaces are the namespaces the cache holds; none means all.
+		wantNamespaces []string
 	}{
 		"defaults: authenticated HTTPS without HTTP/2": {
 			args:           []string{"--image=op"},
@@ -140,6 +157,12 @@ func TestManagerOptions(t *testing.T) {
 		"plain HTTP with HTTP/2": {
 			args:           []string{"--image=op", "--metrics-secure=false", "--enable-http2"},
 			wantNextProtos: []string{"h2", "http/1.1"},
+		},
+		"watched namespaces": {
+			args:           []string{"--image=op", "--watch-namespaces=team-a,team-b"},
+			wantFilter:     true,
+			wantNextProtos: []string{"http/1.1"},
+			wantNamespaces: []string{"team-a", "team-b"},
 		},
 	}
 	for name, tc := range cases {
@@ -163,6 +186,13 @@ func TestManagerOptions(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantNextProtos, cfg.NextProtos); diff != "" {
 				t.Errorf("metrics TLS NextProtos mismatch (-want +got):\n%s", diff)
+			}
+			var namespaces []string
+			for ns := range got.Cache.DefaultNamespaces {
+				namespaces = append(namespaces, ns)
+			}
+			if diff := cmp.Diff(tc.wantNamespaces, namespaces, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("cached namespaces mismatch (-want +got):\n%s", diff)
 			}
 			if !got.LeaderElection || got.LeaderElectionID != "autoresearch-operator.autoresearch.dev" {
 				t.Errorf("leader election = %v with ID %q, want on with the default ID", got.LeaderElection, got.LeaderElectionID)

@@ -226,6 +226,8 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"negative GPUs":           {func(s *spec) { s.Train.GPUs = ptr.To(int32(-1)) }, "spec.train.gpus", "should be greater than or equal to 0"},
 		"too many GPUs":           {func(s *spec) { s.Train.GPUs = ptr.To(int32(65)) }, "spec.train.gpus", "should be less than or equal to 64"},
 		"too many baseline runs":  {func(s *spec) { s.Baseline = &v1alpha1.BaselineSpec{Runs: 21} }, "spec.baseline.runs", "should be less than or equal to 20"},
+		"combine one candidate":   {func(s *spec) { s.Combine = ptr.To(true) }, "spec.combine", "combine needs candidates from 2 to 15"},
+		"combine 16 candidates":   {func(s *spec) { s.Combine, s.Candidates = ptr.To(true), 16 }, "spec.combine", "combine needs candidates from 2 to 15"},
 
 		// Decimals.
 		"target in words":        {func(s *spec) { s.Target = "low" }, "spec.target", decimal},

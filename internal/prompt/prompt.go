@@ -18,6 +18,8 @@ var tmpl = template.Must(template.New("prompt").
 	Funcs(template.FuncMap{
 		"add":      func(a, b int) int { return a + b },
 		"codeList": codeList,
+		// candidateName names the i-th candidate of a round: a, b, …
+		"candidateName": func(i int) string { return string(rune('a' + i)) },
 	}).
 	Parse(promptTemplate))
 
@@ -64,6 +66,13 @@ type Data struct {
 	ExperiencesPath string
 	// Guidance holds the human's notes for this round.
 	Guidance []string
+	// Candidate names this Researcher's candidate (a, b, …) in a round of
+	// Candidates; both are empty in a round of one.
+	Candidate  string
+	Candidates int32
+	// Directions are the directions the round's candidates were given, in
+	// candidate order.
+	Directions []string
 }
 
 // Render returns the Researcher prompt for d, or an error naming every

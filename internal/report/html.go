@@ -37,10 +37,10 @@ img { max-width: 100%; }
 <h2>Rounds</h2>
 <table>
 <tr><th>Round</th><th>Verdict</th><th>{{.R.Metric}}</th><th>Best so far</th>{{if .R.HoldoutMetric}}<th>Holdout {{.R.HoldoutMetric}}</th>{{end}}<th>Strategy</th><th>Insight</th></tr>{{range .R.Rounds}}
-<tr{{if .Kept}} class="kept"{{end}}><td>{{.Round}}</td><td>{{.Verdict}}</td><td>{{dash .Value}}</td><td>{{dash .BestSoFar}}</td>{{if $.R.HoldoutMetric}}<td>{{dash .Holdout}}</td>{{end}}<td>{{dash .Strategy}}</td><td>{{dash .Insight}}</td></tr>{{end}}
+<tr{{if .Kept}} class="kept"{{end}}><td>{{.Label}}</td><td>{{.Verdict}}</td><td>{{dash .Value}}</td><td>{{dash .BestSoFar}}</td>{{if $.R.HoldoutMetric}}<td>{{dash .Holdout}}</td>{{end}}<td>{{dash .Strategy}}</td><td>{{dash .Insight}}</td></tr>{{end}}
 </table>
 <h2>Kept changes</h2>{{range .R.Rounds}}{{if .Kept}}
-<h3>Round {{.Round}}: {{line .Strategy}}</h3>
+<h3>Round {{.Label}}: {{line .Strategy}}</h3>
 <p>{{$.R.Metric}}={{.Value}}, commit {{dash (short .Commit)}}.</p>
 {{if .Diff}}<pre>{{.Diff}}</pre>{{else}}<p>No diff: the status history no longer holds this round's commits.</p>{{end}}{{end}}{{else}}
 <p>No round improved on the baseline.</p>{{end}}

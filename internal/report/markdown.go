@@ -33,7 +33,7 @@ func (r Report) Markdown(plot string) string {
 		if r.HoldoutMetric != "" {
 			holdout = " " + cell(rd.Holdout) + " |"
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s |%s %s | %s |\n", rd.Round, cell(rd.Verdict), cell(rd.Value), cell(rd.BestSoFar), holdout, cell(rd.Strategy), cell(rd.Insight))
+		fmt.Fprintf(b, "| %s | %s | %s | %s |%s %s | %s |\n", rd.Label(), cell(rd.Verdict), cell(rd.Value), cell(rd.BestSoFar), holdout, cell(rd.Strategy), cell(rd.Insight))
 	}
 
 	b.WriteString("\n## Kept changes\n")
@@ -43,7 +43,7 @@ func (r Report) Markdown(plot string) string {
 			continue
 		}
 		kept = true
-		fmt.Fprintf(b, "\n### Round %d: %s\n\n", rd.Round, oneLine(rd.Strategy))
+		fmt.Fprintf(b, "\n### Round %s: %s\n\n", rd.Label(), oneLine(rd.Strategy))
 		fmt.Fprintf(b, "%s=%s, commit %s.\n\n", r.Metric, rd.Value, orDash(text.ShortCommit(rd.Commit)))
 		if rd.Diff == "" {
 			b.WriteString("No diff: the status history no longer holds this round's commits.\n")
@@ -130,7 +130,7 @@ func (r Report) insights() []string {
 		if rd.Round == 0 || rd.Insight == "" {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("R%d %s: %s — %s", rd.Round, rd.Verdict, oneLine(rd.Strategy), oneLine(rd.Insight)))
+		lines = append(lines, fmt.Sprintf("R%s %s: %s — %s", rd.Label(), rd.Verdict, oneLine(rd.Strategy), oneLine(rd.Insight)))
 	}
 	return lines
 }

@@ -43,9 +43,13 @@ var markers = []struct {
 }{
 	{v1alpha1.VerdictBaseline, marker{draw.BoxGlyph{}, color.RGBA{A: 0xff}}},
 	{v1alpha1.VerdictImproved, marker{draw.CircleGlyph{}, green}},
+	{v1alpha1.VerdictSuperseded, marker{draw.RingGlyph{}, green}},
 	{v1alpha1.VerdictWithinNoise, marker{draw.RingGlyph{}, color.RGBA{R: 0xff, G: 0x8c, A: 0xff}}},
 	{v1alpha1.VerdictNotImproved, marker{draw.RingGlyph{}, grey}},
 	{v1alpha1.VerdictNoChange, marker{draw.SquareGlyph{}, grey}},
+	{v1alpha1.VerdictStale, marker{draw.BoxGlyph{}, grey}},
+	{v1alpha1.VerdictQueued, marker{draw.PlusGlyph{}, grey}},
+	{v1alpha1.VerdictConflict, marker{draw.BoxGlyph{}, color.RGBA{R: 0xff, G: 0x8c, A: 0xff}}},
 	{v1alpha1.VerdictComplianceFailed, marker{draw.TriangleGlyph{}, red}},
 	{v1alpha1.VerdictParityFailed, marker{draw.PyramidGlyph{}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}}},
 	{v1alpha1.VerdictTrainFailed, marker{draw.CrossGlyph{}, red}},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -57,7 +58,9 @@ type Report struct {
 // Round is one finished round: its ledger row, and what the status
 // history adds while it still holds the round.
 type Round struct {
-	Round      int32  `json:"round"`
+	Round int32 `json:"round"`
+	// Candidate names the candidate of a round of several: a, b, …
+	Candidate  string `json:"candidate,omitempty"`
 	Verdict    string `json:"verdict"`
 	Compliance string `json:"compliance,omitempty"`
 	// Value is the metric as a decimal string; empty when the round had none.
@@ -71,7 +74,10 @@ type Round struct {
 	Note           string                  `json:"note,omitempty"`
 	Commit         string                  `json:"commit,omitempty"`
 	Durations      *v1alpha1.StepDurations `json:"durations,omitempty"`
+	StartTime      *metav1.Time            `json:"startTime,omitempty"`
 	CompletionTime *metav1.Time            `json:"completionTime,omitempty"`
+	// Timeline says when each of the round's steps started.
+	Timeline []v1alpha1.StepStart `json:"timeline,omitempty"`
 	// Diff is a kept round's change to the variable files.
 	Diff string `json:"diff,omitempty"`
 	// Holdout is the hidden holdout's value of the round, where it was
@@ -108,16 +114,16 @@ func Build(in Input) Report {
 	if st.Baseline != nil && st.Best != nil {
 		r.Improvement = metric.Improvement(st.Baseline.Value, st.Best.Value)
 	}
-	holdout := map[int32]string{}
+	holdout := map[string]string{}
 	if st.Holdout != nil && s.Holdout != nil {
 		r.HoldoutMetric, r.Holdout = s.HoldoutMetric(), st.Holdout
 		for _, h := range st.Holdout.Readings {
-			holdout[h.Round] = h.Value
+			holdout[round.CandidateLabel(h.Round, h.Candidate)] = h.Value
 		}
 	}
-	history := map[int32]v1alpha1.RoundRecord{}
+	history := map[string]v1alpha1.RoundRecord{}
 	for _, h := range st.History {
-		history[h.Round] = h
+		history[round.CandidateLabel(h.Round, h.Candidate)] = h
 	}
 	best := ""
 	if st.Baseline != nil {
@@ -125,11 +131,12 @@ func Build(in Input) Report {
 	}
 	for _, row := range in.Ledger.Rows {
 		n := int32(row.Round)
+		label := round.CandidateLabel(n, row.Candidate)
 		rd := Round{
-			Round: n, Verdict: row.Verdict, Compliance: row.Compliance, Value: resultValue(row.Result),
-			Strategy: row.Strategy, Insight: row.Insight, Note: row.Note, Holdout: holdout[n],
+			Round: n, Candidate: row.Candidate, Verdict: row.Verdict, Compliance: row.Compliance, Value: resultValue(row.Result),
+			Strategy: row.Strategy, Insight: row.Insight, Note: row.Note, Holdout: holdout[label],
 		}
-		if h, ok := history[n]; ok {
+		if h, ok := history[label]; ok {
 			if h.Value != "" {
 				rd.Value = h.Value
 			}
@@ -137,7 +144,7 @@ func Build(in Input) Report {
 			if h.Durations != (v1alpha1.StepDurations{}) {
 				rd.Durations = &h.Durations
 			}
-			rd.CompletionTime = h.CompletionTime
+			rd.StartTime, rd.CompletionTime, rd.Timeline = h.StartTime, h.CompletionTime, h.Timeline
 		}
 		switch v1alpha1.Verdict(rd.Verdict) {
 		case v1alpha1.VerdictBaseline:
@@ -154,6 +161,10 @@ func Build(in Input) Report {
 	}
 	return r
 }
+
+// Label is how the report names the round: "3", or "3b" for a candidate
+// of a round of several.
+func (rd Round) Label() string { return round.CandidateLabel(rd.Round, rd.Candidate) }
 
 // resultValue reads the value of a ledger result cell, "metric=value".
 func resultValue(result string) string {

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 // a crash and a compliance failure.
 func sample() Input {
 	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	start := metav1.NewTime(at.Add(-time.Minute))
 	d := func(s time.Duration) *metav1.Duration { return &metav1.Duration{Duration: s} }
 	rows := []workspace.LedgerRow{
 		{Round: 0, Compliance: "✅", Result: "val_bpb=3.08", Verdict: "baseline", Strategy: "baseline", Insight: "unmodified code"},
@@ -63,7 +64,8 @@ func sample() Input {
 			Baseline: &v1alpha1.BaselineResult{Value: "3.08", Stddev: "0.1", Samples: 3, Values: []string{"3.0", "3.08", "3.16"}},
 			History: []v1alpha1.RoundRecord{
 				{Round: 5, Value: "1.55", Verdict: v1alpha1.VerdictImproved, Commit: "5555555555555555555555555555555555555555", Durations: v1alpha1.StepDurations{Train: d(2 * time.Second)}, CompletionTime: &at},
-				{Round: 6, Value: "1.08", Verdict: v1alpha1.VerdictImproved, Commit: "6666666666666666666666666666666666666666", CompletionTime: &at},
+				{Round: 6, Value: "1.08", Verdict: v1alpha1.VerdictImproved, Commit: "6666666666666666666666666666666666666666", StartTime: &start, CompletionTime: &at,
+					Timeline: []v1alpha1.StepStart{{Step: v1alpha1.StepResearcher, Time: metav1.NewMicroTime(start.Add(1500 * time.Microsecond))}, {Step: v1alpha1.StepTrain, Time: metav1.NewMicroTime(start.Add(time.Second))}}},
 			},
 			VerdictCounts: map[v1alpha1.Verdict]int32{v1alpha1.VerdictImproved: 3, v1alpha1.VerdictNotImproved: 1, v1alpha1.VerdictTrainFailed: 1, v1alpha1.VerdictComplianceFailed: 1},
 			Usage:         v1alpha1.Usage{GPUSeconds: 28, ResearcherSeconds: 3, InputTokens: 1200, OutputTokens: 340, Cost: "0.42"},

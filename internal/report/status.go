@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -69,7 +71,8 @@ func StatusText(v StatusView) string {
 	if len(st.VerdictCounts) > 0 {
 		var parts []string
 		for _, v := range []v1alpha1.Verdict{
-			v1alpha1.VerdictImproved, v1alpha1.VerdictNotImproved, v1alpha1.VerdictWithinNoise, v1alpha1.VerdictNoChange,
+			v1alpha1.VerdictImproved, v1alpha1.VerdictSuperseded, v1alpha1.VerdictNotImproved, v1alpha1.VerdictWithinNoise,
+			v1alpha1.VerdictNoChange, v1alpha1.VerdictStale, v1alpha1.VerdictConflict, v1alpha1.VerdictQueued,
 			v1alpha1.VerdictComplianceFailed, v1alpha1.VerdictParityFailed, v1alpha1.VerdictTrainFailed,
 			v1alpha1.VerdictTrainTimeout, v1alpha1.VerdictEvalFailed, v1alpha1.VerdictConstraintFailed, v1alpha1.VerdictOverfit, v1alpha1.VerdictResearcherFailed,
 		} {
@@ -83,7 +86,7 @@ func StatusText(v StatusView) string {
 		// The user's view only: the Researcher never sees these.
 		var trend []string
 		for _, r := range h.Readings {
-			trend = append(trend, fmt.Sprintf("R%d %s (%s)", r.Round, r.Value, r.Verdict))
+			trend = append(trend, fmt.Sprintf("R%s %s (%s)", round.CandidateLabel(r.Round, r.Candidate), r.Value, r.Verdict))
 		}
 		fmt.Fprintf(out, "Holdout:    %s=%s (best, round %d; hidden from the Researcher)\n", s.HoldoutMetric(), h.Best, h.BestRound)
 		if len(trend) > 0 {
@@ -110,11 +113,16 @@ func StatusText(v StatusView) string {
 		for _, t := range cr.Tasks {
 			fmt.Fprintf(out, "  %s\n", t)
 		}
+		candidateSteps(out, cr)
+	}
+	if nr := st.NextRound; nr != nil {
+		fmt.Fprintf(out, "\nNext round %d, started early (%s, %s):\n", nr.Number, nr.Step, nr.StepState)
+		candidateSteps(out, nr)
 	}
 	fmt.Fprintln(out)
 	table := [][]string{{"ROUND", "COMPLIANCE", "RESULT", "VERDICT", "STRATEGY", "INSIGHT", "NOTE"}}
 	for _, r := range v.Rows {
-		table = append(table, []string{strconv.Itoa(r.Round), tableCell(r.Compliance, 30), tableCell(r.Result, 24), tableCell(r.Verdict, 18), tableCell(r.Strategy, 40), tableCell(r.Insight, 60), tableCell(r.Note, 30)})
+		table = append(table, []string{strconv.Itoa(r.Round) + r.Candidate, tableCell(r.Compliance, 30), tableCell(r.Result, 24), tableCell(r.Verdict, 18), tableCell(r.Strategy, 40), tableCell(r.Insight, 60), tableCell(r.Note, 30)})
 	}
 	writeTable(out, table)
 	if v.Footer != "" {
@@ -197,4 +205,23 @@ func StatusOutput(st *v1alpha1.AutoResearchStatus, output string, table func() s
 		return []byte(table()), nil
 	}
 	return nil, CheckOutput(output)
+}
+
+// candidateSteps lists the candidates of a round of several: the step each
+// is in or waits for, and its verdict once known.
+func candidateSteps(out *strings.Builder, cr *v1alpha1.RoundStatus) {
+	if len(cr.Candidates) < 2 {
+		return
+	}
+	for _, c := range cr.Candidates {
+		step := string(cmp.Or(c.Step, cr.Step))
+		if c.Verdict != "" {
+			step = string(c.Verdict)
+		}
+		fmt.Fprintf(out, "  %s: %s", round.CandidateLabel(cr.Number, round.CandidateName(c.Index)), step)
+		if c.Strategy != "" {
+			fmt.Fprintf(out, " — %s", text.Truncate(c.Strategy, 80))
+		}
+		fmt.Fprintln(out)
+	}
 }

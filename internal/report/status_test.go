@@ -47,3 +47,35 @@ func TestStatusTextFromHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTextShowsCandidatesAndTheRoundStartedEarly checks that the
+// status names each candidate's step, or verdict, and the round
+// spec.pipeline started early, and that history rows name candidates.
+func TestStatusTextShowsCandidatesAndTheRoundStartedEarly(t *testing.T) {
+	spec := v1alpha1.AutoResearchSpec{MaxRounds: 3, Candidates: 2, Eval: v1alpha1.EvalSpec{Metric: "val_bpb"}}
+	st := v1alpha1.AutoResearchStatus{
+		Phase: v1alpha1.PhaseRunning, CompletedRounds: 1,
+		History: []v1alpha1.RoundRecord{
+			{Round: 0, Verdict: v1alpha1.VerdictBaseline, Value: "1.5"},
+			{Round: 1, Candidate: "a", Verdict: v1alpha1.VerdictSuperseded, Value: "1.3"},
+			{Round: 1, Candidate: "b", Verdict: v1alpha1.VerdictImproved, Value: "1.25"},
+		},
+		CurrentRound: &v1alpha1.RoundStatus{Number: 2, Step: v1alpha1.StepTrain, StepState: v1alpha1.StepStateRunning, Candidates: []v1alpha1.CandidateStatus{
+			{Index: 0, Strategy: "cosine schedule"},
+			{Index: 1, Verdict: v1alpha1.VerdictComplianceFailed, Step: v1alpha1.StepGit},
+		}},
+		NextRound: &v1alpha1.RoundStatus{Number: 3, Step: v1alpha1.StepResearcher, StepState: v1alpha1.StepStateRunning, Candidates: []v1alpha1.CandidateStatus{
+			{Index: 0}, {Index: 1, Step: v1alpha1.StepCompliance},
+		}},
+	}
+	got := StatusText(StatusView{Name: "tiny", Spec: spec, Status: st, Rows: HistoryRows(spec, st)})
+	for _, want := range []string{
+		"  2a: Train — cosine schedule\n", "  2b: compliance_failed\n",
+		"Next round 3, started early (Researcher, Running):\n", "  3a: Researcher\n", "  3b: Compliance\n",
+		"1a ", "1b ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("status lacks %q:\n%s", want, got)
+		}
+	}
+}

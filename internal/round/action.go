@@ -12,40 +12,93 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// CurrentAction is the action whose result the loop waits for, as the
-// engine emitted it, rebuilt from the status alone: an adapter uses it to
-// find the step's child and to read its result, and never re-derives what
-// the engine decided. It reports false when nothing is in progress. spec
-// is defaulted.
-func CurrentAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) (Action, bool) {
+// CurrentActions are the actions whose results the loop waits for, as the
+// engine emitted them, rebuilt from the status alone: an adapter uses them
+// to find the steps' children and to read their results, and never
+// re-derives what the engine decided. There is one per candidate in the
+// current round's step, or one for its git step or the final ledger, and
+// one per candidate in the step of the round spec.pipeline started early;
+// none when nothing is in progress. spec is defaulted.
+func CurrentActions(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) []Action {
+	actions := roundActions(spec, st, st.CurrentRound)
+	if st.Phase != v1alpha1.PhaseSucceeded && st.Phase != v1alpha1.PhaseInitializing {
+		actions = append(actions, roundActions(spec, st, st.NextRound)...)
+	}
+	return actions
+}
+
+// roundActions are the actions of cr's step in progress, or those of the
+// workspace or the final ledger.
+func roundActions(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, cr *v1alpha1.RoundStatus) []Action {
 	switch st.Phase {
 	case v1alpha1.PhaseInitializing:
 		if st.Workspace == nil {
-			return Action{Type: ActionPrepareWorkspace}, true
+			return []Action{{Type: ActionPrepareWorkspace}}
 		}
 	case v1alpha1.PhaseSucceeded:
-		return finishAction(spec, st)
+		if a, ok := finishAction(spec, st); ok {
+			return []Action{a}
+		}
+		return nil
 	}
-	cr := st.CurrentRound
 	if cr == nil || cr.StepState != v1alpha1.StepStateRunning || len(cr.Candidates) == 0 {
+		return nil
+	}
+	if cr.Step == v1alpha1.StepGit {
+		return []Action{gitAction(spec, st)}
+	}
+	var actions []Action
+	for i := range cr.Candidates {
+		if a, ok := candidateAction(spec, st, cr, &cr.Candidates[i]); ok {
+			actions = append(actions, a)
+		}
+	}
+	return actions
+}
+
+// CurrentAction is the first of CurrentActions, for an adapter that looks
+// at the round as a whole: the workspace, the git step, the final ledger.
+func CurrentAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) (Action, bool) {
+	actions := CurrentActions(spec, st)
+	if len(actions) == 0 {
 		return Action{}, false
 	}
-	a := Action{Round: cr.Number, BaseCommit: cr.BaseCommit}
+	return actions[0], true
+}
+
+// candidateAction is c's action in the step of its round cr, unless c
+// waits for a later step.
+func candidateAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, cr *v1alpha1.RoundStatus, c *v1alpha1.CandidateStatus) (Action, bool) {
+	if c.Step != "" {
+		return Action{}, false
+	}
+	a := Action{Round: cr.Number, Candidate: c.Index, Candidates: several(cr), BaseCommit: cr.BaseCommit, Early: c.Base != ""}
 	switch cr.Step {
 	case v1alpha1.StepResearcher:
 		a.Type = ActionRunResearcher
 		a.Prompt = promptData(spec, st, cr.Number)
-		a.Ledger = baselineLedger(spec, st)
+		if len(cr.Candidates) > 1 {
+			a.Prompt.Candidate = CandidateName(c.Index)
+			a.Prompt.Candidates = int32(len(cr.Candidates))
+			a.Prompt.Directions = directions(len(cr.Candidates))
+		}
+		a.Ledger = baselineLedger(spec, st, cr)
 	case v1alpha1.StepCompliance:
 		a.Type = ActionCheckCompliance
+		if c.Base != "" && c.Base != cr.BaseCommit {
+			a.SealBase = c.Base
+		}
+		for _, k := range c.Combines {
+			a.Combine = append(a.Combine, cr.Candidates[k].Commit)
+		}
 	case v1alpha1.StepTrain:
 		a.Type = ActionRunTrain
 		a.Sample = sample(st)
-		a.Code = cmp.Or(cr.Candidates[0].Commit, cr.BaseCommit)
+		a.Code = cmp.Or(c.Commit, cr.BaseCommit)
 	case v1alpha1.StepEval:
 		a.Type = ActionRunEval
 		a.Sample = sample(st)
-		a.Code = cmp.Or(cr.Candidates[0].Commit, cr.BaseCommit)
+		a.Code = cmp.Or(c.Commit, cr.BaseCommit)
 	case v1alpha1.StepHoldout:
 		// The holdout runs on the outputs of the training run the
 		// evaluation just measured: the baseline's last one.
@@ -53,20 +106,38 @@ func CurrentAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchSta
 		if cr.Number == 0 && st.Baseline != nil {
 			a.Sample = int32(len(st.Baseline.Values))
 		}
-		a.Code = cmp.Or(cr.Candidates[0].Commit, cr.BaseCommit)
-	case v1alpha1.StepGit:
-		c := &cr.Candidates[0]
-		a.Type = ActionRollback
-		if c.Verdict == v1alpha1.VerdictImproved {
-			a.Type = ActionCommit
-			a.Code = cmp.Or(c.Commit, cr.BaseCommit)
-			a.Message = fmt.Sprintf("autoresearch: round %d — %s=%s (improved)", cr.Number, spec.Eval.Metric, c.Value)
-		}
-		a.Ledger = roundLedger(spec, st, c)
+		a.Code = cmp.Or(c.Commit, cr.BaseCommit)
 	default:
 		return Action{}, false
 	}
 	return a, true
+}
+
+// several is the number of the round's candidates when there are several,
+// 0 for one.
+func several(cr *v1alpha1.RoundStatus) int32 {
+	if n := len(cr.Candidates); n > 1 {
+		return int32(n)
+	}
+	return 0
+}
+
+// gitAction commits the round's winner, or rolls the round back, and
+// writes every candidate's ledger row.
+func gitAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) Action {
+	cr := st.CurrentRound
+	a := Action{Type: ActionRollback, Round: cr.Number, Candidates: several(cr), BaseCommit: cr.BaseCommit}
+	if w := Winner(cr); w != nil {
+		a.Type = ActionCommit
+		a.Candidate = w.Index
+		a.Code = cmp.Or(w.Commit, cr.BaseCommit)
+		a.Message = fmt.Sprintf("autoresearch: round %d — %s=%s (improved)", cr.Number, spec.Eval.Metric, w.Value)
+		if len(cr.Candidates) > 1 {
+			a.Message = fmt.Sprintf("autoresearch: round %d%s — %s=%s (improved)", cr.Number, CandidateName(w.Index), spec.Eval.Metric, w.Value)
+		}
+	}
+	a.Ledger = roundLedger(spec, st)
+	return a
 }
 
 // sample is the number of the baseline run in progress, from 1.

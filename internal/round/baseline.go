@@ -137,7 +137,7 @@ func (e *engine) baselineMeasured() {
 	e.recordRound(v1alpha1.RoundRecord{
 		Round: 0, Strategy: "baseline", Compliance: v1alpha1.CompliancePassed, Value: b.Value,
 		Verdict: v1alpha1.VerdictBaseline, Insight: insight, Note: cr.Note, Commit: cr.BaseCommit,
-		Durations: c.Durations, CompletionTime: e.now.DeepCopy(),
+		Durations: c.Durations,
 	}, false)
 	e.baselineMessage()
 	e.st.CurrentRound = nil

@@ -28,9 +28,9 @@ var (
 	// earlier, a minute apart.
 	tObs = t0.Add(24 * time.Hour)
 
-	// ignoreRecordTimes leaves durations and completion times out of
+	// ignoreRecordTimes leaves durations, times and timelines out of
 	// Record comparisons; TestNextRecordCarriesDurations checks them once.
-	ignoreRecordTimes = cmpopts.IgnoreFields(v1alpha1.RoundRecord{}, "Durations", "CompletionTime")
+	ignoreRecordTimes = cmpopts.IgnoreFields(v1alpha1.RoundRecord{}, "Durations", "StartTime", "CompletionTime", "Timeline")
 	// ignoreTasks leaves what actions carry for the adapters out of action
 	// comparisons: TestRoundTasksOfFinishedRound checks the final task
 	// list, TestCurrentAction the prompt and the ledger.
@@ -59,6 +59,8 @@ type driver struct {
 	gen  int64
 	now  time.Time
 	st   v1alpha1.AutoResearchStatus
+	// seen is every action Next returned.
+	seen []Action
 }
 
 func newDriver(t *testing.T, mutate ...func(*v1alpha1.AutoResearchSpec)) *driver {
@@ -79,6 +81,7 @@ func (d *driver) next(obs Observation) []Action {
 	d.t.Helper()
 	out := Next(Input{Spec: d.spec, Status: d.st, Generation: d.gen, Observation: obs, Now: d.now})
 	d.st = out.Status
+	d.seen = append(d.seen, out.Actions...)
 	d.now = d.now.Add(time.Minute)
 	return out.Actions
 }
@@ -221,5 +224,7 @@ func conditions(st v1alpha1.AutoResearchStatus, types ...string) map[string]stri
 }
 
 func timeAt(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
+
+func microAt(t time.Time) *metav1.MicroTime { return &metav1.MicroTime{Time: t} }
 
 func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }

@@ -1,6 +1,8 @@
 package round
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +45,7 @@ func Next(in Input) Output {
 	}
 	e.handle(in.Observation)
 	e.fitStatus()
+	e.st.GPUs = gpusInUse(e.spec, &e.st)
 	e.st.Usage.Budget = budgetLines(e.spec, &e.st)
 	e.st.ObservedGeneration = in.Generation
 	e.refreshConditions(in.Generation)
@@ -56,6 +59,9 @@ type engine struct {
 	actions []Action
 	// cand is the candidate the observation reports on.
 	cand int32
+	// early says that the engine works on the round spec.pipeline started
+	// early, which e.st.CurrentRound holds meanwhile (withNext).
+	early bool
 	// unsupported is Input.Unsupported.
 	unsupported field.ErrorList
 }
@@ -69,22 +75,20 @@ func (e *engine) handle(obs Observation) {
 		e.waiting(obs.Waiting)
 	case ObserveResumed:
 		e.tick(true)
-	case ObserveWorkspaceReady:
-		if e.st.Phase == v1alpha1.PhaseInitializing && obs.Workspace != nil {
-			e.workspaceReady(*obs.Workspace)
-		}
-	case ObserveWorkspaceFailed:
-		if e.st.Phase == v1alpha1.PhaseInitializing {
-			e.fail(v1alpha1.ReasonWorkspaceFailed, "preparing the workspace failed: "+obs.Error)
-		}
+	case ObserveWorkspaceReady, ObserveWorkspaceFailed:
+		e.workspaceObserved(obs)
 	case ObserveResearcherFinished:
-		if e.expect(obs, v1alpha1.StepResearcher) && obs.Researcher != nil {
-			e.researcherFinished(*obs.Researcher)
-		}
+		e.onRound(obs.Round, func() {
+			if e.expect(obs, v1alpha1.StepResearcher) && obs.Researcher != nil {
+				e.researcherFinished(*obs.Researcher)
+			}
+		})
 	case ObserveComplianceChecked:
-		if e.expect(obs, v1alpha1.StepCompliance) && obs.Compliance != nil {
-			e.complianceChecked(*obs.Compliance)
-		}
+		e.onRound(obs.Round, func() {
+			if e.expect(obs, v1alpha1.StepCompliance) && obs.Compliance != nil {
+				e.complianceChecked(*obs.Compliance)
+			}
+		})
 	case ObserveTrainFinished:
 		if e.expect(obs, v1alpha1.StepTrain) && obs.Train != nil {
 			e.trainFinished(*obs.Train)
@@ -97,9 +101,11 @@ func (e *engine) handle(obs Observation) {
 		if e.expect(obs, v1alpha1.StepHoldout) && obs.Holdout != nil {
 			e.holdoutFinished(*obs.Holdout)
 		}
+	case ObserveQueued:
+		e.queued(obs)
 	case ObserveCommitted, ObserveRolledBack:
 		// A commit answers only an improved round, a rollback only the others.
-		if e.expect(obs, v1alpha1.StepGit) && (obs.Kind == ObserveCommitted) == (e.candidate().Verdict == v1alpha1.VerdictImproved) {
+		if e.expect(obs, v1alpha1.StepGit) && (obs.Kind == ObserveCommitted) == (Winner(e.st.CurrentRound) != nil) {
 			e.gitDone(obs.Commit)
 			e.pushed(obs.Round, obs.Push)
 		}
@@ -116,13 +122,36 @@ func (e *engine) handle(obs Observation) {
 	}
 }
 
+// workspaceObserved takes the preparation of the workspace's outcome.
+func (e *engine) workspaceObserved(obs Observation) {
+	switch {
+	case e.st.Phase != v1alpha1.PhaseInitializing:
+	case obs.Kind == ObserveWorkspaceFailed:
+		e.fail(v1alpha1.ReasonWorkspaceFailed, "preparing the workspace failed: "+obs.Error)
+	case obs.Workspace != nil:
+		e.workspaceReady(*obs.Workspace)
+	}
+}
+
+// queued records the candidate obs reports on queued, when Queueable
+// holds.
+func (e *engine) queued(obs Observation) {
+	cr := e.st.CurrentRound
+	if cr == nil || !e.expect(obs, cr.Step) || !Queueable(cr, obs.Candidate) {
+		return
+	}
+	e.setTask(cr.Step, "queued")
+	e.decide(v1alpha1.VerdictQueued, fmt.Sprintf("its %s Job waited in queue %s for admission while the round's other candidates had theirs; the round went on without it",
+		strings.ToLower(string(cr.Step)), e.spec.QueueName))
+}
+
 // expect reports whether obs answers the step that is running now, and
 // selects the candidate it reports on; results of steps that are no longer
 // current are stale and ignored.
 func (e *engine) expect(obs Observation, step v1alpha1.Step) bool {
 	cr := e.st.CurrentRound
 	if cr == nil || cr.Number != obs.Round || cr.Step != step || cr.StepState != v1alpha1.StepStateRunning ||
-		obs.Candidate < 0 || int(obs.Candidate) >= len(cr.Candidates) {
+		obs.Candidate < 0 || int(obs.Candidate) >= len(cr.Candidates) || cr.Candidates[obs.Candidate].Step != "" {
 		return false
 	}
 	e.cand = obs.Candidate
@@ -156,14 +185,25 @@ func (e *engine) tick(resumed bool) {
 		e.nextRound()
 		return
 	}
+	if resumed && e.st.NextRound != nil {
+		// Nothing of its steps survived either: it starts again early
+		// once the round before it trains again.
+		e.emit(Action{Type: ActionWarn, Round: e.st.NextRound.Number, Reason: v1alpha1.ReasonRoundRestarted,
+			Message: fmt.Sprintf("round %d, started early, was interrupted; it starts again", e.st.NextRound.Number)})
+		e.st.NextRound = nil
+	}
 	if resumed && cr.StepState == v1alpha1.StepStateRunning {
 		e.restartInterrupted(cr)
 	}
 	if cr.StepState == v1alpha1.StepStatePending {
 		e.startStep()
-		return
+	} else {
+		e.emitCurrent()
 	}
-	e.emitCurrent()
+	if e.st.NextRound != nil && e.st.NextRound.StepState == v1alpha1.StepStateRunning {
+		e.withNext(e.emitCurrent)
+	}
+	e.startEarly()
 }
 
 func (e *engine) prepareWorkspace(resumed bool) {
@@ -186,45 +226,101 @@ func (e *engine) activePhase() v1alpha1.Phase {
 	return v1alpha1.PhaseRunning
 }
 
+// advance moves the candidate the observation reported on to step. The
+// round follows once no candidate is left in its step, to the earliest step
+// a candidate waits for; the candidates that wait for a later one sit that
+// step out.
 func (e *engine) advance(step v1alpha1.Step) {
 	cr := e.st.CurrentRound
-	cr.Step = step
+	cr.Candidates[e.cand].Step = step
+	var next v1alpha1.Step
+	for _, c := range cr.Candidates {
+		if c.Step == "" {
+			return
+		}
+		if next == "" || stepOrder(c.Step) < stepOrder(next) {
+			next = c.Step
+		}
+	}
+	for i := range cr.Candidates {
+		if cr.Candidates[i].Step == next {
+			cr.Candidates[i].Step = ""
+		}
+	}
+	if next == v1alpha1.StepGit {
+		if e.combine() {
+			return
+		}
+		e.rankCandidates()
+	}
+	cr.Step = next
 	cr.StepState = v1alpha1.StepStatePending
+	if e.early && stepOrder(next) >= stepOrder(v1alpha1.StepTrain) {
+		// A round started early trains once the round before it is done.
+		return
+	}
 	e.startStep()
+	e.startEarly()
 }
 
-// emitCurrent emits the action of the step in progress, as CurrentAction
-// rebuilds it from the status.
+// stepOrder is the position of step in a round.
+func stepOrder(step v1alpha1.Step) int {
+	return slices.Index([]v1alpha1.Step{
+		v1alpha1.StepResearcher, v1alpha1.StepCompliance, v1alpha1.StepTrain,
+		v1alpha1.StepEval, v1alpha1.StepHoldout, v1alpha1.StepGit,
+	}, step)
+}
+
+// emitCurrent emits the actions of the current round's step in progress,
+// as CurrentActions rebuilds them from the status.
 func (e *engine) emitCurrent() {
-	if a, ok := CurrentAction(e.spec, &e.st); ok {
+	for _, a := range roundActions(e.spec, &e.st, e.st.CurrentRound) {
 		e.emit(a)
 	}
 }
 
-// nextRound starts the next round, or finishes when a termination rule holds.
+// newCandidates are the candidates of a round that starts.
+func (e *engine) newCandidates() []v1alpha1.CandidateStatus {
+	cs := make([]v1alpha1.CandidateStatus, max(1, e.spec.Candidates))
+	for i := range cs {
+		cs[i].Index = int32(i)
+	}
+	return cs
+}
+
+// nextRound starts the next round, or the one spec.pipeline started early,
+// or finishes when a termination rule holds.
 func (e *engine) nextRound() {
+	if e.st.NextRound != nil {
+		e.promote()
+		return
+	}
 	if reason := e.terminationReason(); reason != "" {
 		e.finish(reason)
 		return
 	}
 	n := e.st.CompletedRounds + 1
-	base := BestCommit(&e.st)
-	seen := min(int(e.st.GuidanceSeen), len(e.spec.Guidance))
-	e.st.GuidanceSeen = int32(len(e.spec.Guidance))
 	e.st.Round = n
 	e.st.LedgerCommit = ""
-	e.st.CurrentRound = &v1alpha1.RoundStatus{
+	e.st.CurrentRound = e.newRound(n)
+	e.cand = 0
+	e.startStep()
+}
+
+// newRound is round n, pending its Researchers, on the best code.
+func (e *engine) newRound(n int32) *v1alpha1.RoundStatus {
+	seen := min(int(e.st.GuidanceSeen), len(e.spec.Guidance))
+	e.st.GuidanceSeen = int32(len(e.spec.Guidance))
+	return &v1alpha1.RoundStatus{
 		Number:     n,
 		Step:       v1alpha1.StepResearcher,
 		StepState:  v1alpha1.StepStatePending,
-		BaseCommit: base,
+		BaseCommit: BestCommit(&e.st),
 		StartTime:  e.now.DeepCopy(),
 		Note:       strings.Join(e.spec.Guidance[seen:], "; "),
 		Tasks:      e.roundTasks(n),
-		Candidates: []v1alpha1.CandidateStatus{{Index: 0}},
+		Candidates: e.newCandidates(),
 	}
-	e.cand = 0
-	e.startStep()
 }
 
 // recordRound keeps the round in the bounded history, counts its verdict and
@@ -232,6 +328,11 @@ func (e *engine) nextRound() {
 // history beside the last spec.historyLimit rounds, since every prompt
 // shows it; a baseline measured again replaces it.
 func (e *engine) recordRound(rec v1alpha1.RoundRecord, count bool) {
+	rec.CompletionTime = e.now.DeepCopy()
+	if cr := e.st.CurrentRound; cr != nil && cr.Number == rec.Round {
+		rec.StartTime = cr.StartTime
+		rec.Timeline = cr.Timeline
+	}
 	h := append([]v1alpha1.RoundRecord(nil), e.st.History...)
 	var baseline []v1alpha1.RoundRecord
 	if len(h) > 0 && h[0].Round == 0 {

@@ -46,7 +46,9 @@ func (e *engine) holdoutFinished(r HoldoutResult) {
 		e.decide(v1alpha1.VerdictOverfit, overfitInsight)
 		return
 	}
-	e.holdoutReading(cr.Number, r.Value, v1alpha1.VerdictImproved, true)
+	// In a round of several, the winner's reading becomes the best code's
+	// once the round is ranked.
+	e.holdoutReading(cr.Number, r.Value, v1alpha1.VerdictImproved, len(cr.Candidates) == 1)
 	best, _ := metric.ParseDecimal(e.st.Best.Value)
 	candidate, _ := metric.ParseDecimal(c.Value)
 	verdict, insight := e.judge(candidate, best)
@@ -89,7 +91,11 @@ func (e *engine) holdoutReading(round int32, value string, verdict v1alpha1.Verd
 	if value == "" {
 		value = "—"
 	}
-	h.Readings = append(h.Readings, v1alpha1.HoldoutReading{Round: round, Value: value, Verdict: verdict})
+	reading := v1alpha1.HoldoutReading{Round: round, Value: value, Verdict: verdict}
+	if cr := e.st.CurrentRound; cr != nil && len(cr.Candidates) > 1 {
+		reading.Candidate = CandidateName(e.cand)
+	}
+	h.Readings = append(h.Readings, reading)
 	if over := len(h.Readings) - maxHoldoutReadings; over > 0 {
 		h.Readings = append([]v1alpha1.HoldoutReading(nil), h.Readings[over:]...)
 	}

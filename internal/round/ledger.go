@@ -14,29 +14,47 @@ const (
 	ledgerTargetReached = "target_reached"
 )
 
-// roundRecord is the finished round's entry for the history and the ledger.
+// roundRecord is the finished candidate's entry for the history and the
+// ledger; in a round of several candidates it names the candidate.
 func roundRecord(cr *v1alpha1.RoundStatus, c *v1alpha1.CandidateStatus) v1alpha1.RoundRecord {
-	return v1alpha1.RoundRecord{
+	rec := v1alpha1.RoundRecord{
 		Round: cr.Number, Strategy: c.Strategy, Compliance: c.Compliance, ComplianceMessage: c.ComplianceMessage,
 		Value: c.Value, Verdict: c.Verdict, Readings: c.Readings, Insight: c.Insight, Note: cr.Note, Durations: c.Durations,
 	}
+	if len(cr.Candidates) > 1 {
+		rec.Candidate = CandidateName(c.Index)
+	}
+	return rec
 }
 
-// roundLedger is the row of the round whose git step is starting, with the
-// header as it will stand after the round. The row's commit is the sealed
-// candidate of a round that is not kept, which its candidate ref keeps; for
-// a kept round it is left empty: the git step fills in the commit it makes.
-func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, c *v1alpha1.CandidateStatus) *steps.LedgerUpdate {
+// roundLedger is the rows of the round whose git step is starting, one per
+// candidate, with the header as it will stand after the round. A row's
+// commit is its sealed candidate, which its candidate ref keeps; the
+// winner's is left empty: the git step fills in the commit it makes. The
+// winner's row, or the first candidate's, is the update's Round; the
+// others are its Others.
+func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) *steps.LedgerUpdate {
 	cr := st.CurrentRound
 	after := st.DeepCopy()
 	after.CompletedRounds = cr.Number
-	if c.Verdict == v1alpha1.VerdictImproved {
-		after.Best = &v1alpha1.BestResult{Round: cr.Number, Value: c.Value}
+	w := Winner(cr)
+	memory := cr.Candidates[0].MemoryGB
+	if w != nil {
+		after.Best = &v1alpha1.BestResult{Round: cr.Number, Value: w.Value}
+		memory = w.MemoryGB
 	}
-	rec := roundRecord(cr, c)
-	u := ledgerUpdate(spec, after, ledgerRunning, &rec, c.MemoryGB)
-	if c.Verdict != v1alpha1.VerdictImproved {
-		u.Round.Commit = c.Commit
+	u := ledgerUpdate(spec, after, ledgerRunning, nil, memory)
+	for i := range cr.Candidates {
+		c := &cr.Candidates[i]
+		r := LedgerRound(roundRecord(cr, c))
+		if c != w {
+			r.Commit = c.Commit
+		}
+		if c == w || (w == nil && i == 0) {
+			u.Round = &r
+		} else {
+			u.Others = append(u.Others, r)
+		}
 	}
 	return u
 }
@@ -46,8 +64,7 @@ func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatu
 // git step of its own to do it. That is round 1, or the round after a
 // baseline measured again, which started the moment the baseline's record
 // was completed.
-func baselineLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) *steps.LedgerUpdate {
-	cr := st.CurrentRound
+func baselineLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, cr *v1alpha1.RoundStatus) *steps.LedgerUpdate {
 	for _, h := range st.History {
 		if h.Round != 0 {
 			continue
@@ -85,7 +102,7 @@ func LedgerRound(rec v1alpha1.RoundRecord) steps.LedgerRound {
 		insight = strings.TrimSpace(insight + " (readings: " + rec.Readings + ")")
 	}
 	return steps.LedgerRound{
-		Round: rec.Round, Strategy: rec.Strategy, Compliance: ComplianceCell(rec.Compliance, rec.ComplianceMessage),
+		Round: rec.Round, Candidate: rec.Candidate, Strategy: rec.Strategy, Compliance: ComplianceCell(rec.Compliance, rec.ComplianceMessage),
 		Value: rec.Value, Verdict: string(rec.Verdict), Insight: insight, Note: rec.Note, Commit: rec.Commit,
 	}
 }

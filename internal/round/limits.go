@@ -19,7 +19,10 @@ const (
 // fitStatus cuts the current round's and the history's texts to what the
 // API allows.
 func (e *engine) fitStatus() {
-	if cr := e.st.CurrentRound; cr != nil {
+	for _, cr := range []*v1alpha1.RoundStatus{e.st.CurrentRound, e.st.NextRound} {
+		if cr == nil {
+			continue
+		}
 		for i := range cr.Tasks {
 			cr.Tasks[i] = text.Truncate(cr.Tasks[i], maxTaskLength)
 		}

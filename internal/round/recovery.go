@@ -6,6 +6,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -16,6 +17,14 @@ import (
 // suspended, in which case it stays pending.
 func (e *engine) startStep() {
 	cr := e.st.CurrentRound
+	if e.early {
+		// A round started early leaves the phase and the message to the
+		// current round; a suspended loop starts none of its steps.
+		if !ptr.Deref(e.spec.Suspend, false) {
+			e.run(cr)
+		}
+		return
+	}
 	if ptr.Deref(e.spec.Suspend, false) {
 		e.st.Phase = v1alpha1.PhaseSuspended
 		e.st.Message = fmt.Sprintf("suspended before R%d %s", cr.Number, cr.Step)
@@ -30,8 +39,22 @@ func (e *engine) startStep() {
 		e.st.Message = task
 	}
 	e.st.Phase = e.activePhase()
+	e.run(cr)
+}
+
+// maxTimeline is the most steps a round's timeline holds, as the API
+// validates it.
+const maxTimeline = 16
+
+// run marks cr's step running from now, in its timeline too, and emits its
+// actions. The timeline keeps the time a step first started when it starts
+// again (a retry, the check of a candidate carried onto a new best).
+func (e *engine) run(cr *v1alpha1.RoundStatus) {
 	cr.StepState = v1alpha1.StepStateRunning
 	cr.StepStartTime = e.now.DeepCopy()
+	if n := len(cr.Timeline); n < maxTimeline && (n == 0 || cr.Timeline[n-1].Step != cr.Step) {
+		cr.Timeline = append(cr.Timeline, v1alpha1.StepStart{Step: cr.Step, Time: metav1.NewMicroTime(e.now.Time)})
+	}
 	cr.Waiting = ""
 	e.emitCurrent()
 }
@@ -91,6 +114,6 @@ func (e *engine) restartInterrupted(cr *v1alpha1.RoundStatus) {
 	e.emit(Action{Type: ActionWarn, Round: cr.Number, Reason: v1alpha1.ReasonRoundRestarted, Message: e.st.Message})
 	cr.Step = v1alpha1.StepResearcher
 	cr.StepState = v1alpha1.StepStatePending
-	cr.Candidates = []v1alpha1.CandidateStatus{{Index: 0}}
+	cr.Candidates = e.newCandidates()
 	cr.Tasks = e.roundTasks(cr.Number)
 }

@@ -1,9 +1,13 @@
 package round
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -289,10 +293,13 @@ func TestNextResumeResetsRound(t *testing.T) {
 	d.round("0.9")
 	fresh := d.st.CurrentRound.DeepCopy()
 	d.advanceTo(v1alpha1.StepEval)
+	steps := d.st.CurrentRound.Timeline
 
 	got := apply(d, resumed()).Status.CurrentRound
 	want := fresh.DeepCopy()
 	want.StepStartTime = timeAt(tObs)
+	// The timeline keeps the steps the interrupted round went through.
+	want.Timeline = append(steps, v1alpha1.StepStart{Step: v1alpha1.StepResearcher, Time: *microAt(tObs)})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("restarted round (-want +got):\n%s", diff)
 	}
@@ -366,5 +373,38 @@ func TestNextWaiting(t *testing.T) {
 				t.Errorf("waiting started work: %+v", out.Actions)
 			}
 		})
+	}
+}
+
+// TestTimelineRecordsEachStep checks that a round's record says when each
+// of its steps started, to the microsecond, once per step: the handoff
+// overhead between steps is read from it.
+func TestTimelineRecordsEachStep(t *testing.T) {
+	d := newDriver(t, givenBaseline)
+	d.now = d.now.Add(250 * time.Microsecond)
+	d.start()
+	start := d.st.CurrentRound.StartTime.Time
+	d.round("0.9")
+
+	rec := d.st.History[len(d.st.History)-1]
+	if rec.Round != 1 {
+		t.Fatalf("last record is R%d, want R1", rec.Round)
+	}
+	want := []v1alpha1.StepStart{}
+	for i, s := range []v1alpha1.Step{v1alpha1.StepResearcher, v1alpha1.StepCompliance, v1alpha1.StepTrain, v1alpha1.StepEval, v1alpha1.StepGit} {
+		want = append(want, v1alpha1.StepStart{Step: s, Time: metav1.NewMicroTime(start.Add(time.Duration(i) * time.Minute))})
+	}
+	if diff := cmp.Diff(want, rec.Timeline); diff != "" {
+		t.Errorf("R1's timeline (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(timeAt(start), rec.StartTime); diff != "" {
+		t.Errorf("R1's start (-want +got):\n%s", diff)
+	}
+	data, err := json.Marshal(rec.Timeline[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), ".000250Z") {
+		t.Errorf("timeline entry %s, want the time to the microsecond", data)
 	}
 }

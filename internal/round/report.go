@@ -22,5 +22,5 @@ func Headline(metric string, maxRounds int32, rec v1alpha1.RoundRecord) string {
 	if rec.Commit != "" {
 		git = "committed " + text.ShortCommit(rec.Commit)
 	}
-	return fmt.Sprintf("Round %d/%d: %s — %s (%s)", rec.Round, maxRounds, result, rec.Verdict, git)
+	return fmt.Sprintf("Round %s/%d: %s — %s (%s)", CandidateLabel(rec.Round, rec.Candidate), maxRounds, result, rec.Verdict, git)
 }

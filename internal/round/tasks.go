@@ -28,11 +28,19 @@ func Task(tasks []string, step v1alpha1.Step) string {
 
 // setTask sets the current round's line for step: "R3 S4: Eval — " and
 // the formatted outcome.
+// In a round of several candidates, a candidate's step names it: "R3 S4:
+// Eval — 3b: …".
 func (e *engine) setTask(step v1alpha1.Step, format string, args ...any) {
 	cr := e.st.CurrentRound
-	if i := TaskIndex(step); i >= 0 && i < len(cr.Tasks) {
-		cr.Tasks[i] = taskPrefix(cr.Number, step) + fmt.Sprintf(format, args...)
+	i := TaskIndex(step)
+	if i < 0 || i >= len(cr.Tasks) {
+		return
 	}
+	line := taskPrefix(cr.Number, step)
+	if len(cr.Candidates) > 1 && step != v1alpha1.StepGit && step != v1alpha1.StepTermination {
+		line += CandidateLabel(cr.Number, CandidateName(e.cand)) + ": "
+	}
+	cr.Tasks[i] = line + fmt.Sprintf(format, args...)
 }
 
 // taskPrefix is "R3 S4: Eval — ".

@@ -58,10 +58,29 @@ type Action struct {
 	Type      ActionType
 	Round     int32
 	Candidate int32
+	// Candidates is how many candidates the round has when it has
+	// several, 0 for one: then each Researcher works on a copy of the base
+	// commit of its own, and each candidate's steps run in directories of
+	// their own.
+	Candidates int32
 	// Sample is the baseline run index, from 1.
 	Sample int32
 	// BaseCommit is the commit the round started from.
 	BaseCommit string
+	// SealBase, on CheckCompliance, is the commit the candidate's
+	// Researcher started from when the round's BaseCommit has moved on
+	// since (spec.pipeline): the candidate is sealed on SealBase, then
+	// carried onto BaseCommit by a three-way merge, and checked there.
+	SealBase string
+	// Combine, on CheckCompliance of the candidate spec.combine added to
+	// the round, is the sealed commits of the candidates whose changes it
+	// applies together, each on BaseCommit: they are merged there, and the
+	// merge is sealed and checked as the candidate.
+	Combine []string
+	// Early says that the round was started while the round before it
+	// trained (spec.pipeline): its Researchers work on copies of their own,
+	// and its steps leave the worktree, which that round still uses, alone.
+	Early bool
 	// Code is the commit whose files RunTrain and RunEval run, each in a
 	// fresh checkout, and whose files Commit commits: the candidate as
 	// sealed, or BaseCommit for the baseline.
@@ -103,8 +122,12 @@ const (
 	ObserveTrainFinished      ObservationKind = "TrainFinished"
 	ObserveEvalFinished       ObservationKind = "EvalFinished"
 	ObserveHoldoutFinished    ObservationKind = "HoldoutFinished"
-	ObserveCommitted          ObservationKind = "Committed"
-	ObserveRolledBack         ObservationKind = "RolledBack"
+	// ObserveQueued reports that the training or evaluation Job of the
+	// observation's candidate still waits for admission to spec.queueName
+	// while Queueable holds: the round goes on without it.
+	ObserveQueued     ObservationKind = "Queued"
+	ObserveCommitted  ObservationKind = "Committed"
+	ObserveRolledBack ObservationKind = "RolledBack"
 	// ObserveFinished reports the commit holding the final ledger.
 	ObserveFinished ObservationKind = "Finished"
 	// ObserveRebaseline reports that the user accepted a changed measure
@@ -199,6 +222,9 @@ type ComplianceResult struct {
 	// Candidate is the commit the supervisor sealed the candidate as, before
 	// it checked it.
 	Candidate string
+	// Conflict names the files where a candidate carried onto a new best
+	// (Action.SealBase) conflicts with it; the candidate is stale.
+	Conflict string
 }
 
 // TrainResult is how training ended.

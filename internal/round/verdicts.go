@@ -44,6 +44,14 @@ func (e *engine) complianceChecked(r ComplianceResult) {
 		e.setTask(v1alpha1.StepResearcher, "%s", r.Strategy)
 	}
 	switch {
+	case r.Conflict != "" && len(c.Combines) > 0:
+		e.setTask(v1alpha1.StepCompliance, "conflict in %s", r.Conflict)
+		e.decide(v1alpha1.VerdictConflict, fmt.Sprintf("the changes of %s conflict in %s, so they were not trained together",
+			combinedLabels(e.st.CurrentRound, c), r.Conflict))
+	case r.Conflict != "":
+		e.setTask(v1alpha1.StepCompliance, "stale: conflicts with the new best in %s", r.Conflict)
+		e.decide(v1alpha1.VerdictStale, fmt.Sprintf("the change was made on the best code before R%d's, which changed %s too: carried onto the new best, it conflicts there, so it was not trained",
+			e.st.Best.Round, r.Conflict))
 	case r.Violation != "":
 		c.Compliance, c.ComplianceMessage = v1alpha1.ComplianceFilesViolated, r.Violation
 		e.setTask(v1alpha1.StepCompliance, "%s", ComplianceCell(c.Compliance, c.ComplianceMessage))
@@ -180,19 +188,21 @@ func (e *engine) decide(v v1alpha1.Verdict, insight string) {
 	c := e.candidate()
 	c.Verdict = v
 	c.Insight = joinInsight(insight, c.Insight)
-	e.setTask(v1alpha1.StepGit, "awaiting result (%s)", v)
+	if len(e.st.CurrentRound.Candidates) == 1 {
+		e.setTask(v1alpha1.StepGit, "awaiting result (%s)", v)
+	}
 	e.advance(v1alpha1.StepGit)
 }
 
 // gitDone closes the round once its commit or rollback is made: the ledger
-// row was written by that step, from the action CurrentAction built.
+// rows were written by that step, from the action CurrentActions built.
+// Every candidate gets its record; the round counts as one improvement, or
+// one round without.
 func (e *engine) gitDone(commit string) {
-	cr, c := e.st.CurrentRound, e.candidate()
-	rec := roundRecord(cr, c)
-	rec.CompletionTime = e.now.DeepCopy()
-	if c.Verdict == v1alpha1.VerdictImproved {
-		rec.Commit = commit
-		e.st.Best = &v1alpha1.BestResult{Round: cr.Number, Value: c.Value, Commit: commit}
+	cr := e.st.CurrentRound
+	w := Winner(cr)
+	if w != nil {
+		e.st.Best = &v1alpha1.BestResult{Round: cr.Number, Value: w.Value, Commit: commit}
 		e.st.ConsecutiveNonImprovements = 0
 		e.setTask(v1alpha1.StepGit, "committed %s", text.ShortCommit(commit))
 	} else {
@@ -200,14 +210,22 @@ func (e *engine) gitDone(commit string) {
 		e.setTask(v1alpha1.StepGit, "rolled back")
 	}
 	e.st.CompletedRounds = cr.Number
-	e.st.LastVerdict = c.Verdict
+	lead := cmp.Or(w, &cr.Candidates[0])
+	e.st.LastVerdict = lead.Verdict
 	if reason := e.terminationReason(); reason != "" {
 		e.setTask(v1alpha1.StepTermination, "done: %s", reason)
 	} else {
 		e.setTask(v1alpha1.StepTermination, "continue")
 	}
-	e.recordRound(rec, true)
-	e.st.Message = fmt.Sprintf("R%d: %s=%s — %s", cr.Number, e.spec.Eval.Metric, cmp.Or(c.Value, "—"), c.Verdict)
+	for i := range cr.Candidates {
+		c := &cr.Candidates[i]
+		rec := roundRecord(cr, c)
+		if c == w {
+			rec.Commit = commit
+		}
+		e.recordRound(rec, true)
+	}
+	e.st.Message = fmt.Sprintf("R%d: %s=%s — %s", cr.Number, e.spec.Eval.Metric, cmp.Or(lead.Value, "—"), lead.Verdict)
 	e.plateauWarning()
 	e.st.CurrentRound = nil
 	e.nextRound()

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
@@ -96,8 +97,14 @@ func ParseExperiment(data []byte) (*v1alpha1.AutoResearch, error) {
 	if obj.Name == "" {
 		return nil, fmt.Errorf("metadata.name is required: it names the worktree and the experiment branch")
 	}
+	// Integers as int64, not float64, as the API server decodes them: the
+	// CEL rules compare them to integers.
 	var raw map[string]any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
+	js, err := yaml.YAMLToJSON(data)
+	if err == nil {
+		err = utiljson.Unmarshal(js, &raw)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("not a valid AutoResearch: %w", err)
 	}
 	if err := schema.Default(raw); err != nil {

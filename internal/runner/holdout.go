@@ -142,18 +142,24 @@ func (x *Experiment) checkHoldoutFile(ctx context.Context) error {
 // worktree, and nothing the command prints is reported but its metric.
 func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observation, error) {
 	h := l.spec.Holdout
-	obs := &round.Observation{Kind: round.ObserveHoldoutFinished, Round: a.Round, Holdout: &round.HoldoutResult{}}
+	obs := &round.Observation{Kind: round.ObserveHoldoutFinished, Round: a.Round, Candidate: a.Candidate, Holdout: &round.HoldoutResult{}}
 	name := fmt.Sprintf("r%d", a.Round)
 	if a.Sample > 0 {
 		name = fmt.Sprintf("r%d-s%d", a.Round, a.Sample)
 	}
 	base := filepath.Join(l.x.HoldoutStateDir(), "runs")
+	gone := base
+	if a.Candidates > 0 {
+		// The round's candidates measure theirs at once.
+		name += round.CandidateName(a.Candidate)
+		gone = filepath.Join(base, name)
+	}
 	run := filepath.Join(base, name)
-	// Only the last holdout's checkout is kept.
-	if err := os.RemoveAll(base); err != nil {
+	// Only the last round's holdout checkouts are kept.
+	if err := os.RemoveAll(gone); err != nil {
 		return nil, err
 	}
-	trained := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain)
+	trained := l.runDir(a, supervisor.RunTrain)
 	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run,
 		filepath.Join(trained, filepath.FromSlash(l.ws.Subdir)), v1alpha1.Strings(l.spec.Train.Outputs))
 	if oe := (*workspace.OutputError)(nil); errors.As(err, &oe) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,9 @@ type Options struct {
 	// started: the new protocol becomes the one in force, and the baseline
 	// is measured again on the best code before the next round.
 	Rebaseline bool
+	// GPUs are the devices the candidates of a round train and evaluate
+	// on, one each in turn, as CUDA_VISIBLE_DEVICES; none sets nothing.
+	GPUs []string
 	// OutputUsername and OutputToken answer the https server of
 	// spec.output.git; without a token the push uses git's own means over
 	// ssh (the user's ssh agent, keys and known hosts) and none over https.
@@ -80,6 +84,12 @@ type Local struct {
 	// the runner's user, and what it changes of git must be undone before
 	// the supervisor runs git again. nil when no round is in training.
 	gitState *workspace.GitState
+	// mu guards status against the actions that run while the engine
+	// takes the results of others, and what the candidates of a round
+	// share: gitState and candidates.
+	mu sync.Mutex
+	// candidates is what the candidates of the round in progress share.
+	candidates candidateRound
 }
 
 // Run runs the experiment until it finishes, fails, is suspended or is
@@ -89,6 +99,8 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
+	// The candidates of a round report, and stream, at once.
+	opts.Out = &lockedWriter{w: opts.Out}
 	if opts.Grace == 0 {
 		opts.Grace = DefaultGrace
 	}
@@ -128,32 +140,84 @@ func (l *Local) run(ctx context.Context) error {
 	if s := l.spec; s.Train.PodTemplate != nil || s.Eval.PodTemplate != nil || s.Researcher.PodTemplate != nil || s.Train.Shm != nil {
 		l.out.warn("podTemplate and train.shm shape pods in a cluster; the local runner ignores them")
 	}
+	if ptr.Deref(l.spec.Pipeline, false) && !ReadOnlyMounts() {
+		// The next round's Researchers would work beside the round that
+		// trains, which without mounts only restore-and-judge guards, one
+		// round at a time.
+		l.out.warn("spec.pipeline needs read-only mounts for its steps, which this machine does not allow (run as root, or allow user namespaces); the rounds run one after another")
+		l.spec.Pipeline = nil
+	}
 	if h := l.spec.Holdout; h != nil && h.Volume != nil {
 		l.out.warn("holdout.volume brings the holdout's files to its pod on a cluster; the local runner ignores it and reads them from holdout.dir on this machine")
+	}
+	return l.loop(ctx, obs)
+}
+
+// result is what one action performed in the background gave.
+type result struct {
+	action round.Action
+	obs    *round.Observation
+	err    error
+}
+
+// loop feeds observations to the engine until nothing is in progress. The
+// actions whose results the engine waits for run at once, one goroutine
+// each, as the candidates of a round do; each result goes to the engine as
+// it comes. The other actions are done in order before.
+func (l *Local) loop(ctx context.Context, obs round.Observation) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan result)
+	inFlight := 0
+	// abort stops what is still running, which the next run starts again.
+	abort := func(err error) error {
+		cancel()
+		for ; inFlight > 0; inFlight-- {
+			<-results
+		}
+		return err
 	}
 	for {
 		stopping := l.stopRequested()
 		out, err := l.next(obs, stopping)
 		if err != nil {
-			return err
+			return abort(err)
 		}
-		var wait *round.Observation
 		for _, a := range out.Actions {
-			o, err := l.perform(ctx, a)
-			if err != nil {
-				//nolint:staticcheck // ST1005: R4 is how the task lines and the status name round 4.
-				return fmt.Errorf("R%d %s: %w", a.Round, a.Type, err)
+			if !waitedFor(a.Type) {
+				if _, err := l.perform(ctx, a); err != nil {
+					return abort(actionError(a, err))
+				}
+				continue
 			}
-			if o != nil {
-				wait = o
-			}
+			inFlight++
+			go func(a round.Action) {
+				o, err := l.perform(ctx, a)
+				results <- result{action: a, obs: o, err: err}
+			}(a)
 		}
-		if wait == nil {
+		if inFlight == 0 {
 			l.out.stopped(l, stopping)
 			return nil
 		}
-		obs = *wait
+		r := <-results
+		inFlight--
+		if r.err != nil {
+			return abort(actionError(r.action, r.err))
+		}
+		obs = *r.obs
 	}
+}
+
+// waitedFor reports whether the engine waits for the result of an action
+// of type t.
+func waitedFor(t round.ActionType) bool {
+	return t != round.ActionReportRound && t != round.ActionWarn
+}
+
+func actionError(a round.Action, err error) error {
+	//nolint:staticcheck // ST1005: R4 is how the task lines and the status name round 4.
+	return fmt.Errorf("R%d %s: %w", a.Round, a.Type, err)
 }
 
 // next feeds one observation to the engine and saves the new status. While
@@ -171,7 +235,9 @@ func (l *Local) next(obs round.Observation, stopping bool) (round.Output, error)
 	}
 	prev := l.status
 	out := round.Next(round.Input{Spec: &spec, Status: l.status, Generation: 1, Observation: obs, Now: l.opts.Now()})
+	l.mu.Lock()
 	l.status = out.Status
+	l.mu.Unlock()
 	if err := l.save(); err != nil {
 		return out, err
 	}
@@ -396,6 +462,9 @@ func (l *Local) perform(ctx context.Context, a round.Action) (*round.Observation
 	case round.ActionPrepareWorkspace:
 		return l.prepareWorkspace(ctx)
 	case round.ActionRunResearcher:
+		if ownCopy(a) {
+			return l.runCandidateResearcher(ctx, a)
+		}
 		return l.runResearcher(ctx, a)
 	case round.ActionCheckCompliance:
 		return l.checkCompliance(ctx, a)
@@ -503,14 +572,32 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 }
 
 func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Observation, error) {
-	res, err := supervisor.CheckCompliance(ctx, l.ws, &l.spec, a.Round, a.BaseCommit, l.status.Workspace.StartCommit, l.ws.StateDir())
+	start := l.workspaceStatus().StartCommit
+	var res steps.ComplianceResult
+	var err error
+	switch {
+	case len(a.Combine) > 0:
+		res, err = supervisor.CheckCombinedCompliance(ctx, l.ws, &l.spec, a.Round, candidateName(a), a.Combine, a.BaseCommit, start, l.ws.StateDir())
+		l.keepCombinedRef(a, res.Candidate)
+	case ownCopy(a):
+		if !a.Early {
+			if err := l.finishCandidates(ctx, a); err != nil {
+				return nil, err
+			}
+		}
+		name := candidateName(a)
+		res, err = supervisor.CheckCandidateCompliance(ctx, l.ws, &l.spec, a.Round, name,
+			l.candidateRoot(a.Round, name), a.SealBase, a.BaseCommit, start, l.ws.StateDir())
+	default:
+		res, err = supervisor.CheckCompliance(ctx, l.ws, &l.spec, a.Round, a.BaseCommit, start, l.ws.StateDir())
+	}
 	if err != nil {
 		return nil, err
 	}
-	if len(l.spec.KernelTargets) > 0 && res.Violation == "" && !res.NoChange {
+	if len(l.spec.KernelTargets) > 0 && res.Violation == "" && !res.NoChange && res.Conflict == "" {
 		// The parity check runs the candidate as sealed, and contained as
 		// any step that runs candidate code.
-		run := supervisor.RunDir(l.ws.StateDir(), a.Round, 0, supervisor.RunParity)
+		run := l.runDir(a, supervisor.RunParity)
 		dir, err := supervisor.PrepareRun(ctx, l.ws, res.Candidate, run, "", nil)
 		if err != nil {
 			return nil, err
@@ -523,7 +610,7 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 			exit, output, err := Process{
 				Command: ShellCommand(argv), Dir: dir, Env: append(append(l.baseEnv(a.Round), l.toolEnv...), envVars(l.spec.Train.Env)...),
 				Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
-				LogPath: filepath.Join(l.roundDir(a.Round), "parity.log"), Mounts: mounts,
+				LogPath: filepath.Join(l.stepDir(a), "parity.log"), Mounts: mounts,
 			}.RunOutput(ctx)
 			return output, exit.ExitCode, err
 		}
@@ -531,24 +618,23 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 			return nil, err
 		}
 	}
-	return &round.Observation{Kind: round.ObserveComplianceChecked, Round: a.Round, Compliance: &round.ComplianceResult{
-		Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange, Candidate: res.Candidate,
+	return &round.Observation{Kind: round.ObserveComplianceChecked, Round: a.Round, Candidate: a.Candidate, Compliance: &round.ComplianceResult{
+		Violation: res.Violation, Parity: res.Parity, Advisory: res.Advisory, NoChange: res.NoChange, Candidate: res.Candidate, Conflict: res.Conflict,
 	}}, nil
 }
 
 func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observation, error) {
-	if a.Round > 0 {
-		st, err := l.ws.SnapshotGitState(ctx)
-		if err != nil {
-			return nil, err
-		}
-		l.gitState = &st
+	if err := l.snapshotGitState(ctx, a); err != nil {
+		return nil, err
 	}
-	logPath := filepath.Join(l.roundDir(a.Round), "train.log")
+	logPath := filepath.Join(l.stepDir(a), "train.log")
 	if a.Sample > 0 {
-		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("train-%d.log", a.Sample))
+		logPath = filepath.Join(l.stepDir(a), fmt.Sprintf("train-%d.log", a.Sample))
 	}
-	run := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain)
+	if err := os.MkdirAll(l.stepDir(a), 0o755); err != nil {
+		return nil, err
+	}
+	run := l.runDir(a, supervisor.RunTrain)
 	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run, "", nil)
 	if err != nil {
 		return nil, err
@@ -558,7 +644,7 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 		return nil, err
 	}
 	limit := l.spec.Fixed.TimeLimit.Duration
-	env := append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
+	env := append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), l.gpuEnv(a)...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
 	if e := l.spec.EpochLimitString(); e != "" {
 		env = append(env, "AUTORESEARCH_EPOCH_LIMIT="+e)
 	}
@@ -570,14 +656,14 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 		return nil, err
 	}
 	res := supervisor.ReadTrainLog(output)
-	return &round.Observation{Kind: round.ObserveTrainFinished, Round: a.Round, Train: &round.TrainResult{
+	return &round.Observation{Kind: round.ObserveTrainFinished, Round: a.Round, Candidate: a.Candidate, Train: &round.TrainResult{
 		Exit: exit, Divergence: res.Divergence, FinalLoss: res.FinalLoss, MemoryGB: res.MemoryGB,
 	}}, nil
 }
 
 func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation, error) {
-	obs := &round.Observation{Kind: round.ObserveEvalFinished, Round: a.Round, Eval: &round.EvalResult{}}
-	undone, err := l.restoreGitState(ctx, a.Round)
+	obs := &round.Observation{Kind: round.ObserveEvalFinished, Round: a.Round, Candidate: a.Candidate, Eval: &round.EvalResult{}}
+	undone, err := l.trainedGitState(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -588,8 +674,8 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 		}
 		return obs, nil
 	}
-	trained := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunTrain)
-	run := supervisor.RunDir(l.ws.StateDir(), a.Round, a.Sample, supervisor.RunEval)
+	trained := l.runDir(a, supervisor.RunTrain)
+	run := l.runDir(a, supervisor.RunEval)
 	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run,
 		filepath.Join(trained, filepath.FromSlash(l.ws.Subdir)), v1alpha1.Strings(l.spec.Train.Outputs))
 	if oe := (*workspace.OutputError)(nil); errors.As(err, &oe) {
@@ -600,7 +686,7 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	if err != nil {
 		return nil, err
 	}
-	changed, err := supervisor.ChangedFixedFiles(dir, steps.HashMap(l.status.Workspace.FixedFileHashes))
+	changed, err := supervisor.ChangedFixedFiles(dir, steps.HashMap(l.workspaceStatus().FixedFileHashes))
 	if err != nil {
 		return nil, err
 	}
@@ -608,16 +694,16 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 		obs.Eval.FixedFilesChanged = changed
 		return obs, nil
 	}
-	logPath := filepath.Join(l.roundDir(a.Round), "eval.log")
+	logPath := filepath.Join(l.stepDir(a), "eval.log")
 	if a.Sample > 0 {
-		logPath = filepath.Join(l.roundDir(a.Round), fmt.Sprintf("eval-%d.log", a.Sample))
+		logPath = filepath.Join(l.stepDir(a), fmt.Sprintf("eval-%d.log", a.Sample))
 	}
 	mounts, err := l.stepMounts(ctx, run)
 	if err != nil {
 		return nil, err
 	}
 	exit, output, err := Process{
-		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), envVars(l.spec.Train.Env)...),
+		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), l.gpuEnv(a)...), envVars(l.spec.Train.Env)...),
 		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(), Mounts: mounts,
 	}.RunOutput(ctx)
 	if err != nil {
@@ -639,15 +725,18 @@ func (l *Local) gitStep(ctx context.Context, a round.Action) (*round.Observation
 	if a.Type == round.ActionCommit {
 		action, kind = steps.GitCommit, round.ObserveCommitted
 	}
-	if _, err := l.restoreGitState(ctx, a.Round); err != nil {
+	l.mu.Lock()
+	_, err := l.restoreGitState(ctx, a.Round)
+	l.gitState = nil
+	l.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	l.gitState = nil
 	commit, err := supervisor.GitStep(ctx, l.ws, action, a.BaseCommit, a.Code, a.Message, *a.Ledger)
 	if err != nil {
 		return nil, err
 	}
-	obs := &round.Observation{Kind: kind, Round: a.Round, Commit: commit}
+	obs := &round.Observation{Kind: kind, Round: a.Round, Candidate: a.Candidate, Commit: commit}
 	if action == steps.GitCommit {
 		obs.Push = l.push(ctx)
 	}
@@ -687,12 +776,38 @@ func (l *Local) use(ws *workspace.Workspace) {
 	l.ws = ws
 }
 
+// snapshotGitState keeps the git machinery as a round's training finds
+// it: before each run of a round of one, before the first of a round of
+// several.
+func (l *Local) snapshotGitState(ctx context.Context, a round.Action) error {
+	if a.Round == 0 || l.pipelined() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gitState != nil && a.Candidates > 0 {
+		return nil
+	}
+	st, err := l.ws.SnapshotGitState(ctx)
+	if err != nil {
+		return err
+	}
+	l.gitState = &st
+	return nil
+}
+
 // restoreGitState puts back the git machinery as round's training found it,
 // and says what it undid. A run that started again after training has no
 // snapshot of its own, and restores the one the round keeps from after its
-// Researcher; the baseline, whose code is the user's, has neither.
+// Researcher; the baseline, whose code is the user's, has neither. Under
+// spec.pipeline, where the supervisor seals the next round while this one
+// trains, it has no snapshot to hold the git machinery to, nor the need
+// for one: the steps' read-only mounts, which pipelining requires, leave
+// them no way to write it.
 func (l *Local) restoreGitState(ctx context.Context, round int32) ([]string, error) {
 	switch {
+	case l.pipelined():
+		return nil, nil
 	case l.gitState != nil:
 		return l.ws.RestoreGitState(ctx, *l.gitState)
 	case round > 0:
@@ -710,6 +825,29 @@ func (l *Local) baseEnv(n int32) []string {
 		env = append(env, "PATH="+filepath.Dir(self)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	return env
+}
+
+// pipelined says that rounds overlap (spec.pipeline on a machine that
+// allows read-only mounts).
+func (l *Local) pipelined() bool { return ptr.Deref(l.spec.Pipeline, false) }
+
+// workspaceStatus is the workspace as the status has it.
+func (l *Local) workspaceStatus() *v1alpha1.WorkspaceStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status.Workspace.DeepCopy()
+}
+
+// lockedWriter lets processes and goroutines write to one writer at once.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }
 
 func (l *Local) live() io.Writer {

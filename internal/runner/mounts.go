@@ -24,13 +24,8 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 	if err != nil {
 		return nil, err
 	}
-	goEnv := researcherGoEnv(l.ws.StateDir())
-	// A file is mounted only where it exists.
-	f, err := os.OpenFile(goEnv, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	goEnv, err := l.researcherGoEnvFile()
 	if err != nil {
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
 		return nil, err
 	}
 	return l.hiding([]Mount{
@@ -42,6 +37,17 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 		{Path: supervisor.BackupDir(l.ws.StateDir(), n), ReadOnly: true},
 		{Path: goEnv},
 	})
+}
+
+// researcherGoEnvFile is the Researchers' Go environment file, created
+// empty when missing: a file is mounted only where it exists.
+func (l *Local) researcherGoEnvFile() (string, error) {
+	goEnv := researcherGoEnv(l.ws.StateDir())
+	f, err := os.OpenFile(goEnv, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return "", err
+	}
+	return goEnv, f.Close()
 }
 
 // stepMounts keep everything of the experiment read-only for training and

@@ -160,7 +160,7 @@ func (r *reporter) final(l *Local, a round.Action, ledger workspace.Ledger) {
 		if row.Round == 0 || row.Insight == "" {
 			continue
 		}
-		r.printf("- R%d %s: %s — %s\n", row.Round, row.Verdict, row.Strategy, row.Insight)
+		r.printf("- R%s %s: %s — %s\n", round.CandidateLabel(int32(row.Round), row.Candidate), row.Verdict, row.Strategy, row.Insight)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
@@ -165,8 +166,9 @@ func objectOf(t *testing.T, spec *v1alpha1.AutoResearchSpec) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Integers as int64, as the API server decodes them.
 	var obj map[string]any
-	if err := json.Unmarshal(data, &obj); err != nil {
+	if err := utiljson.Unmarshal(data, &obj); err != nil {
 		t.Fatal(err)
 	}
 	delete(obj, "status")

@@ -124,7 +124,7 @@ func replayDemoPlan(t *testing.T, spec v1alpha1.AutoResearchSpec, wantExpects []
 	for i, step := range plan.Rounds {
 		round := i + 1
 		var log bytes.Buffer
-		if err := Run(context.Background(), plan, round, repo, experiences, &log); err != nil {
+		if err := Run(context.Background(), plan, round, "", repo, experiences, &log); err != nil {
 			t.Fatalf("round %d (%s): %v\n%s", round, step.Strategy, err, log.String())
 		}
 		git(t, repo, "add", "-A")

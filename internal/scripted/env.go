@@ -11,6 +11,8 @@ const (
 	EnvRound       = "AUTORESEARCH_ROUND"
 	EnvPromptFile  = "AUTORESEARCH_PROMPT_FILE"
 	EnvExperiences = "AUTORESEARCH_EXPERIENCES"
+	// EnvCandidate names the candidate (a, b, …) in a round of several.
+	EnvCandidate = "AUTORESEARCH_CANDIDATE"
 )
 
 // Invocation is what the supervisor tells a Researcher about its round.
@@ -18,6 +20,9 @@ type Invocation struct {
 	Round           int
 	PromptFile      string
 	ExperiencesPath string
+	// Candidate names the candidate (a, b, …) in a round of several; ""
+	// in a round of one.
+	Candidate string
 }
 
 // InvocationFromEnv reads the Researcher contract from the environment
@@ -29,7 +34,7 @@ func InvocationFromEnv(getenv func(string) string) (Invocation, error) {
 	if err != nil || round < 1 {
 		return Invocation{}, fmt.Errorf("%s=%q: want a round number of at least 1", EnvRound, getenv(EnvRound))
 	}
-	inv := Invocation{Round: round, PromptFile: getenv(EnvPromptFile), ExperiencesPath: getenv(EnvExperiences)}
+	inv := Invocation{Round: round, PromptFile: getenv(EnvPromptFile), ExperiencesPath: getenv(EnvExperiences), Candidate: getenv(EnvCandidate)}
 	if inv.PromptFile == "" {
 		return Invocation{}, fmt.Errorf("%s is not set", EnvPromptFile)
 	}

@@ -57,6 +57,22 @@ type Step struct {
 	// ExitCode, when not zero, makes the Researcher fail with this code
 	// after everything above, as a crashing agent would.
 	ExitCode int `json:"exitCode,omitempty"`
+
+	// Candidates are the steps of a round of several candidates
+	// (spec.candidates), candidates[0] for candidate a; a candidate past
+	// the list plays the step itself.
+	Candidates []Step `json:"candidates,omitempty"`
+}
+
+// For is the step candidate (a, b, …; "" in a round of one) plays.
+func (s Step) For(candidate string) Step {
+	if len(candidate) != 1 {
+		return s
+	}
+	if i := int(candidate[0] - 'a'); i >= 0 && i < len(s.Candidates) {
+		return s.Candidates[i]
+	}
+	return s
 }
 
 // Edit replaces the only occurrence of Old in File with New.
@@ -145,6 +161,11 @@ func (s Step) Validate() error {
 	for i, d := range s.Delete {
 		if err := checkPath(d); err != nil {
 			errs = append(errs, fmt.Errorf("delete[%d]: %w", i, err))
+		}
+	}
+	for i, c := range s.Candidates {
+		if err := c.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("candidates[%d]: %w", i, err))
 		}
 	}
 	if s.Sleep.Duration < 0 {

@@ -40,7 +40,10 @@ func (e *ExitError) Error() string {
 // file and the text it looked for. A step with an exit code returns an
 // *ExitError after doing everything else. When ctx ends first, Run returns
 // its error without the Strategy row or "Code ready".
-func Run(ctx context.Context, plan Plan, round int, dir, experiencesPath string, out io.Writer) error {
+//
+// In a round of several candidates, candidate (a, b, …) plays its own
+// step of the round's Candidates.
+func Run(ctx context.Context, plan Plan, round int, candidate, dir, experiencesPath string, out io.Writer) error {
 	if round < 1 {
 		return fmt.Errorf("round %d: rounds start at 1", round)
 	}
@@ -52,7 +55,7 @@ func Run(ctx context.Context, plan Plan, round int, dir, experiencesPath string,
 	}
 	step := Step{Strategy: ExhaustedStrategy}
 	if round <= len(plan.Rounds) {
-		step = plan.Rounds[round-1]
+		step = plan.Rounds[round-1].For(candidate)
 	}
 	if err := step.Validate(); err != nil {
 		return fmt.Errorf("round %d: %w", round, err)

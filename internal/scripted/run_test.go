@@ -210,7 +210,7 @@ func TestRun(t *testing.T) {
 			writeTree(t, filepath.Dir(experiences), map[string]string{"experiences.md": experiencesHeader})
 			var log bytes.Buffer
 
-			err := Run(context.Background(), Plan{Rounds: tc.steps}, tc.round, dir, experiences, &log)
+			err := Run(context.Background(), Plan{Rounds: tc.steps}, tc.round, "", dir, experiences, &log)
 
 			var exit *ExitError
 			switch {
@@ -285,7 +285,7 @@ func TestRunExperiences(t *testing.T) {
 			if tc.relative {
 				arg = "experiences.md"
 			}
-			err := Run(context.Background(), Plan{Rounds: []Step{{Strategy: "s"}}}, 1, dir, arg, &bytes.Buffer{})
+			err := Run(context.Background(), Plan{Rounds: []Step{{Strategy: "s"}}}, 1, "", dir, arg, &bytes.Buffer{})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("Run() error = %v, want it to contain %q", err, tc.wantErr)
@@ -329,7 +329,7 @@ func TestRunSleep(t *testing.T) {
 			plan := Plan{Rounds: []Step{{Strategy: "slow", Sleep: metav1.Duration{Duration: tc.sleep}}}}
 			var log bytes.Buffer
 
-			err := Run(tc.ctx, plan, 1, dir, "experiences.md", &log)
+			err := Run(tc.ctx, plan, 1, "", dir, "experiences.md", &log)
 
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("Run() error = %v, want %v", err, tc.wantErr)

@@ -169,6 +169,13 @@ type PrepareOptions struct {
 	// Ledger, when set, is recorded first: the baseline's row or a round's
 	// row that is not written yet.
 	Ledger *LedgerUpdate
+	// CandidateRoot is where the Researcher works on a copy of base of its
+	// own, in a round of several candidates (Candidate names it) or started
+	// early; Prepare says that it also puts the worktree back on base, as
+	// for a round of one, which the first candidate of a round of several
+	// that did not start early does.
+	Candidate, CandidateRoot string
+	Prepare                  bool
 }
 
 // PrepareArgs is the command line of `autoresearch workspace prepare`.
@@ -178,9 +185,14 @@ func PrepareArgs(binary string, o PrepareOptions) []string {
 		"state-dir", cmp.Or(o.StateDir, StateDir),
 		"round", strconv.Itoa(int(o.Round)),
 		"base", o.Base,
+		"candidate", o.Candidate,
+		"candidate-root", o.CandidateRoot,
 	)...)
 	if o.Ledger != nil {
 		args = append(args, "--ledger="+mustJSON(o.Ledger))
+	}
+	if o.Prepare {
+		args = append(args, "--prepare-worktree")
 	}
 	return args
 }
@@ -202,6 +214,13 @@ type CheckOptions struct {
 	// AlsoWrite is a second copy of the result, for the parity step.
 	AlsoWrite  string
 	ResultPath string
+	// CandidateRoot is where the Researcher worked on a copy of its own, in
+	// a round of several candidates (Candidate names it) or started early;
+	// SealBase is the commit it started from when Base has moved on since.
+	Candidate, CandidateRoot, SealBase string
+	// Combine is the sealed commits of the candidates whose changes
+	// Candidate applies together.
+	Combine []string
 }
 
 // CheckArgs is the command line of `autoresearch workspace check`.
@@ -215,6 +234,10 @@ func CheckArgs(binary string, o CheckOptions) []string {
 		"spec-file", o.SpecFile,
 		"also-write", o.AlsoWrite,
 		"result", o.ResultPath,
+		"candidate", o.Candidate,
+		"candidate-root", o.CandidateRoot,
+		"seal-base", o.SealBase,
+		"combine", strings.Join(o.Combine, ","),
 	)...)
 	if o.Spec != nil {
 		args = append(args, "--spec="+mustJSON(o.Spec))

@@ -27,6 +27,9 @@ const (
 	WorktreeDir = WorkspaceMount + "/worktree"
 	// LogsDir keeps every step's full log, out of the Researcher's reach.
 	LogsDir = WorkspaceMount + "/logs"
+	// CandidatesDir keeps the copies of the base commit that the
+	// Researchers of a round of several candidates work on, one each.
+	CandidatesDir = WorkspaceMount + "/candidates"
 	// StateDir keeps the supervisor's files, such as the ledger backup, and
 	// the checkouts training and evaluation run in.
 	StateDir = WorkspaceMount + "/state"
@@ -102,6 +105,9 @@ type ComplianceResult struct {
 	NoChange bool `json:"noChange,omitempty"`
 	// Candidate is the commit the candidate was sealed as.
 	Candidate string `json:"candidate,omitempty"`
+	// Conflict names the files where the candidate, carried onto a newer
+	// best, conflicts with it.
+	Conflict string `json:"conflict,omitempty"`
 }
 
 // GitResult is written by `autoresearch workspace commit|rollback`.
@@ -223,13 +229,18 @@ type LedgerUpdate struct {
 	Status string `json:"status"`
 	// Round, when set, is written as the round's row; its Commit, when
 	// empty, is the commit HEAD is on after the git step.
-	Round    *LedgerRound `json:"round,omitempty"`
-	MemoryGB string       `json:"memoryGB,omitempty"`
+	Round *LedgerRound `json:"round,omitempty"`
+	// Others are the rows of the round's other candidates, each with its
+	// commit.
+	Others   []LedgerRound `json:"others,omitempty"`
+	MemoryGB string        `json:"memoryGB,omitempty"`
 }
 
 // LedgerRound is a round's row in the ledger.
 type LedgerRound struct {
-	Round      int32  `json:"round"`
+	Round int32 `json:"round"`
+	// Candidate names the candidate of a round of several: a, b, …
+	Candidate  string `json:"candidate,omitempty"`
 	Strategy   string `json:"strategy,omitempty"`
 	Compliance string `json:"compliance,omitempty"`
 	Value      string `json:"value,omitempty"`

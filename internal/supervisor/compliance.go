@@ -1,10 +1,12 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
@@ -23,12 +25,6 @@ import (
 // that changed nothing at all gives a result with NoChange, which is not
 // worth training.
 func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, base, start, stateDir string) (steps.ComplianceResult, error) {
-	// Helper files that kept rounds added belong to the Researcher too.
-	helpers, err := ws.HelperFiles(ctx, start)
-	if err != nil {
-		return steps.ComplianceResult{}, err
-	}
-	variable := append(v1alpha1.Strings(spec.Variable.Files), helpers...)
 	candidate, err := ws.Seal(ctx, round, base)
 	if err != nil {
 		return steps.ComplianceResult{}, err
@@ -36,6 +32,55 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 	if err := keepCandidateRef(ws, stateDir, round, candidate); err != nil {
 		return steps.ComplianceResult{}, err
 	}
+	return checkSealed(ctx, ws, spec, round, base, start, stateDir, candidate, ws.Dir)
+}
+
+// CheckCandidateCompliance is CheckCompliance for candidate (a, b, …; ""
+// alone) of a round of several or started early, whose Researcher worked in
+// root, a plain copy of the repository's files: root is sealed, then judged
+// by the same rules, with what FinishResearch undid after the round's
+// Researchers held against every candidate of the round. A candidate whose
+// Researcher started from sealBase, which base has moved on from, is
+// sealed there and carried onto base first; one that conflicts there is
+// not judged, and its result names the conflict.
+func CheckCandidateCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, candidate, root, sealBase, base, start, stateDir string) (steps.ComplianceResult, error) {
+	on := cmp.Or(sealBase, base)
+	commit, err := ws.SealDir(ctx, round, candidate, on, root)
+	if err != nil {
+		return steps.ComplianceResult{}, err
+	}
+	if on != base {
+		carried, conflicts, err := ws.Carry(ctx, round, candidate, commit, base)
+		if err != nil || len(conflicts) > 0 {
+			return steps.ComplianceResult{Candidate: commit, Conflict: strings.Join(conflicts, ", ")}, err
+		}
+		commit = carried
+	}
+	return checkSealed(ctx, ws, spec, round, base, start, stateDir, commit, filepath.Join(root, filepath.FromSlash(ws.Subdir)))
+}
+
+// CheckCombinedCompliance is CheckCompliance for candidate, the one
+// spec.combine added to round: the changes of candidates, each sealed on
+// base and checked, are merged on base, and the merge is judged by the same
+// rules. One whose changes conflict is not judged, and its result names the
+// conflict.
+func CheckCombinedCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, candidate string, candidates []string, base, start, stateDir string) (steps.ComplianceResult, error) {
+	commit, conflicts, err := ws.Combine(ctx, round, candidate, base, candidates)
+	if err != nil || len(conflicts) > 0 {
+		return steps.ComplianceResult{Conflict: strings.Join(conflicts, ", ")}, err
+	}
+	return checkSealed(ctx, ws, spec, round, base, start, stateDir, commit, "")
+}
+
+// checkSealed judges the sealed candidate of round, whose Researcher worked
+// in the experiment directory dir; "" for a candidate no Researcher made.
+func checkSealed(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, base, start, stateDir, candidate, dir string) (steps.ComplianceResult, error) {
+	// Helper files that kept rounds added belong to the Researcher too.
+	helpers, err := ws.HelperFiles(ctx, start)
+	if err != nil {
+		return steps.ComplianceResult{}, err
+	}
+	variable := append(v1alpha1.Strings(spec.Variable.Files), helpers...)
 	report, err := ws.CheckCompliance(ctx, base, candidate, v1alpha1.Strings(spec.Fixed.Files), variable)
 	if err != nil {
 		return steps.ComplianceResult{}, err
@@ -56,8 +101,8 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 	case len(report.Changes) == 0:
 		res.NoChange = true
 	}
-	if p := spec.Profile; p != nil && p.Command != "" {
-		res.Advisory = profileAdvisory(ws.Dir, round)
+	if p := spec.Profile; p != nil && p.Command != "" && dir != "" {
+		res.Advisory = profileAdvisory(dir, round)
 	}
 	return res, nil
 }

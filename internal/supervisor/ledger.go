@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -87,27 +88,38 @@ func record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) 
 	if u.Best != "" {
 		ledger.Best, ledger.BestRound = u.Best, int(u.BestRound)
 	}
-	r := u.Round
-	if r == nil {
+	if u.Round == nil {
 		return ledger, workspace.WriteLedger(ws.ExperiencesPath(), ledger)
 	}
-	recorded := false
-	for _, row := range ledger.Rows {
-		if row.Round == int(r.Round) && row.Verdict != "" && row.Verdict == r.Verdict {
-			recorded = true
+	rows := append([]steps.LedgerRound{*u.Round}, u.Others...)
+	var fresh []steps.LedgerRound
+	for _, r := range rows {
+		recorded := slices.ContainsFunc(ledger.Rows, func(row workspace.LedgerRow) bool {
+			return row.Round == int(r.Round) && row.Candidate == r.Candidate && row.Verdict != "" && row.Verdict == r.Verdict
+		})
+		if !recorded {
+			fresh = append(fresh, r)
 		}
+		ledger.Upsert(workspace.NewLedgerRow(u.Metric, r))
 	}
-	ledger.Upsert(workspace.NewLedgerRow(u.Metric, *r))
-	if err := workspace.WriteLedger(ws.ExperiencesPath(), ledger); err != nil || recorded {
+	if err := workspace.WriteLedger(ws.ExperiencesPath(), ledger); err != nil {
 		return ledger, err
 	}
-	commit := r.Commit
-	if commit == "" {
-		if commit, err = ws.Head(ctx); err != nil {
+	for _, r := range fresh {
+		commit, memory := r.Commit, ""
+		if r.Round == u.Round.Round && r.Candidate == u.Round.Candidate {
+			memory = u.MemoryGB
+		}
+		if commit == "" {
+			if commit, err = ws.Head(ctx); err != nil {
+				return ledger, err
+			}
+		}
+		if err := workspace.AppendResult(ws.ResultsPath(), u.Metric, resultRow(r, commit, memory)); err != nil {
 			return ledger, err
 		}
 	}
-	return ledger, workspace.AppendResult(ws.ResultsPath(), u.Metric, resultRow(*r, commit, u.MemoryGB))
+	return ledger, nil
 }
 
 // resultRow is a round's results.tsv line as karpathy's autoresearch writes

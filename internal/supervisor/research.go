@@ -372,3 +372,45 @@ func restoreLedger(ws *workspace.Workspace, dir string) error {
 	}
 	return nil
 }
+
+// PrepareCandidate gives the Researcher of a candidate of a round of
+// several its own copy of base's files in root, which it empties first,
+// with the ledger as the worktree has it: a plain directory without a git
+// directory, so that a Researcher working there reaches neither the
+// repository nor the other candidates. Copies that earlier rounds left
+// beside root go.
+func PrepareCandidate(ctx context.Context, ws *workspace.Workspace, round int32, base, root string) error {
+	parent := filepath.Dir(root)
+	entries, err := os.ReadDir(parent)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	prefix := "r" + strconv.Itoa(int(round))
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if ok && (rest == "" || len(rest) == 1 && rest[0] >= 'a' && rest[0] <= 'p') {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(parent, e.Name())); err != nil {
+			return err
+		}
+	}
+	if err := ws.Checkout(ctx, base, root); err != nil {
+		return err
+	}
+	dir := filepath.Join(root, filepath.FromSlash(ws.Subdir))
+	for _, name := range []string{workspace.ExperiencesFile, workspace.ResultsFile} {
+		data, err := os.ReadFile(filepath.Join(ws.Dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			// The first candidate's preparation is putting it back.
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

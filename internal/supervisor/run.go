@@ -27,6 +27,15 @@ func RunDir(stateDir string, round, sample int32, step string) string {
 	return filepath.Join(stateDir, "runs", name, step)
 }
 
+// CandidateStep is the name of step in RunDir for candidate (a, b, …) of a
+// round of several; step itself for a round of one.
+func CandidateStep(step, candidate string) string {
+	if candidate == "" {
+		return step
+	}
+	return step + "-" + candidate
+}
+
 // PrepareRun makes the fresh checkout that a training or evaluation step
 // runs in: the files of commit, and nothing else, in root. For an
 // evaluation, trained is the experiment directory of the training checkout,

@@ -31,7 +31,10 @@ type Ledger struct {
 
 // LedgerRow is one round of the experiences table.
 type LedgerRow struct {
-	Round      int
+	Round int
+	// Candidate names the candidate of a round of several: a, b, …; its
+	// Round cell is "3b".
+	Candidate  string
 	Compliance string
 	Result     string
 	Verdict    string
@@ -48,7 +51,7 @@ func NewLedgerRow(metric string, r steps.LedgerRound) LedgerRow {
 		result = metric + "=" + r.Value
 	}
 	return LedgerRow{
-		Round: int(r.Round), Compliance: r.Compliance, Result: result, Verdict: r.Verdict,
+		Round: int(r.Round), Candidate: r.Candidate, Compliance: r.Compliance, Result: result, Verdict: r.Verdict,
 		Strategy: r.Strategy, Insight: r.Insight, Note: r.Note,
 	}
 }
@@ -67,7 +70,7 @@ var ledgerColumns = []string{"Round", "Compliance", "Result", "Verdict", "Strate
 
 // cells returns the row's cells in table order.
 func (r LedgerRow) cells() []string {
-	return []string{strconv.Itoa(r.Round), r.Compliance, r.Result, r.Verdict, r.Strategy, r.Insight, r.Note}
+	return []string{strconv.Itoa(r.Round) + r.Candidate, r.Compliance, r.Result, r.Verdict, r.Strategy, r.Insight, r.Note}
 }
 
 // field returns the row's cell for a column name, lower-case; nil for none.
@@ -98,9 +101,15 @@ func (r *LedgerRow) merge(src LedgerRow) {
 	}
 }
 
-// Upsert replaces the row of row.Round, or adds it in round order.
+// Upsert replaces the row of row.Round and row.Candidate, or adds it in
+// round and candidate order.
 func (l *Ledger) Upsert(row LedgerRow) {
-	i, found := slices.BinarySearchFunc(l.Rows, row.Round, func(r LedgerRow, round int) int { return r.Round - round })
+	i, found := slices.BinarySearchFunc(l.Rows, row, func(r, want LedgerRow) int {
+		if r.Round != want.Round {
+			return r.Round - want.Round
+		}
+		return strings.Compare(r.Candidate, want.Candidate)
+	})
 	if found {
 		l.Rows[i] = row
 		return
@@ -276,7 +285,7 @@ var (
 	statusPattern  = regexp.MustCompile(`[a-z_]+`)
 	resultMetric   = regexp.MustCompile(`^([A-Za-z_][\w.\-/]*)\s*[=:]`)
 	separatorCell  = regexp.MustCompile(`^:?-+:?$`)
-	roundCellValue = regexp.MustCompile(`(?i)^(?:r|round)?\s*(\d+)$`)
+	roundCellValue = regexp.MustCompile(`(?i)^(?:r|round)?\s*(\d+)([a-p])?$`)
 )
 
 // parseLedger reads both layouts; found is false when the text has neither a
@@ -332,7 +341,7 @@ func parseLedger(text string) (l Ledger, found bool) {
 	}
 	for _, r := range parseRows(text) {
 		found = true
-		i := slices.IndexFunc(l.Rows, func(have LedgerRow) bool { return have.Round == r.Round })
+		i := slices.IndexFunc(l.Rows, func(have LedgerRow) bool { return have.Round == r.Round && have.Candidate == r.Candidate })
 		if i < 0 {
 			l.Upsert(r)
 			continue
@@ -426,7 +435,7 @@ func parseRows(text string) []LedgerRow {
 			if m == nil {
 				continue // the separator row, or a table that is not ours
 			}
-			row := LedgerRow{}
+			row := LedgerRow{Candidate: strings.ToLower(m[2])}
 			row.Round, _ = strconv.Atoi(m[1])
 			for i, c := range cells {
 				if i < len(columns) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -29,6 +30,12 @@ func (w *Workspace) CandidateRef(round int32) string {
 // CandidateRefOf is experiment's CandidateRef of round.
 func CandidateRefOf(experiment string, round int32) string {
 	return CandidateRefPrefix + experiment + "/r" + strconv.Itoa(int(round))
+}
+
+// CandidateRefNamed is the ref that keeps candidate (a, b, …) of a round
+// of several: …/r<round><candidate>.
+func (w *Workspace) CandidateRefNamed(round int32, candidate string) string {
+	return w.CandidateRef(round) + candidate
 }
 
 // CandidatesPrefix starts the refs of this experiment's candidates.
@@ -54,33 +61,127 @@ func withIndex(fn func(env []string) error) (err error) {
 // judges, what training and evaluation run and what a kept round commits;
 // nothing a process does to the worktree afterwards reaches any of them.
 func (w *Workspace) Seal(ctx context.Context, round int32, base string) (string, error) {
+	return w.seal(ctx, w.Root, nil, w.CandidateRef(round), fmt.Sprintf("autoresearch: round %d candidate", round), base)
+}
+
+// SealDir is Seal for candidate (a, b, …) of a round of several, whose
+// Researcher worked in dir, a plain copy of the repository's files without
+// a git directory: dir's files are sealed on base and kept on
+// w.CandidateRefNamed(round, candidate).
+func (w *Workspace) SealDir(ctx context.Context, round int32, candidate, base, dir string) (string, error) {
+	gitDir, err := git(ctx, w.Root, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	env := []string{"GIT_DIR=" + strings.TrimSpace(gitDir), "GIT_WORK_TREE=" + abs}
+	return w.seal(ctx, abs, env, w.CandidateRefNamed(round, candidate), fmt.Sprintf("autoresearch: round %d candidate %s", round, candidate), base)
+}
+
+// Carry makes candidate's change to its parent anew on onto, a descendant
+// of that parent, by a three-way merge, points w.CandidateRefNamed(round,
+// name) at the new commit and returns it. When the change conflicts with
+// what onto changed, it returns the conflicting files instead.
+func (w *Workspace) Carry(ctx context.Context, round int32, name, candidate, onto string) (string, []string, error) {
+	out, err := git(ctx, w.Root, "merge-tree", "--write-tree", "--name-only", "--no-messages", onto, candidate)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) && exit.ExitCode() == 1 && len(lines) > 1 {
+		return "", lines[1:], nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	commit, err := w.commitTree(ctx, lines[0], onto, fmt.Sprintf("autoresearch: round %d candidate %s, carried onto %s", round, name, text.ShortCommit(onto)))
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := git(ctx, w.Root, "update-ref", w.CandidateRefNamed(round, name), commit); err != nil {
+		return "", nil, err
+	}
+	return commit, nil, nil
+}
+
+// Combine applies the changes of candidates, each sealed on base, together
+// by three-way merges, commits the result on base, points
+// w.CandidateRefNamed(round, name) at it and returns it. When the changes
+// conflict, it returns the conflicting files instead.
+func (w *Workspace) Combine(ctx context.Context, round int32, name, base string, candidates []string) (string, []string, error) {
 	baseCommit, err := revParse(ctx, w.Root, base)
 	if err != nil {
-		return "", fmt.Errorf("sealing round %d: %w", round, err)
+		return "", nil, err
+	}
+	if len(candidates) < 2 {
+		return "", nil, fmt.Errorf("combining %d candidates: need two or more", len(candidates))
+	}
+	merged := candidates[0]
+	for _, c := range candidates {
+		parent, err := revParse(ctx, w.Root, c+"^")
+		if err != nil || parent != baseCommit {
+			return "", nil, fmt.Errorf("candidate %s was not sealed on %s", text.ShortCommit(c), text.ShortCommit(baseCommit))
+		}
+	}
+	for _, c := range candidates[1:] {
+		// Every candidate's parent is base, so base is each merge's base.
+		out, err := git(ctx, w.Root, "merge-tree", "--write-tree", "--name-only", "--no-messages", merged, c)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) && exit.ExitCode() == 1 && len(lines) > 1 {
+			return "", lines[1:], nil
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if merged, err = w.commitTree(ctx, lines[0], merged, "autoresearch: combining candidates"); err != nil {
+			return "", nil, err
+		}
+	}
+	tree, err := git(ctx, w.Root, "rev-parse", "--verify", merged+"^{tree}")
+	if err != nil {
+		return "", nil, err
+	}
+	commit, err := w.commitTree(ctx, tree, baseCommit, fmt.Sprintf("autoresearch: round %d candidate %s, combining %d candidates", round, name, len(candidates)))
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := git(ctx, w.Root, "update-ref", w.CandidateRefNamed(round, name), commit); err != nil {
+		return "", nil, err
+	}
+	return commit, nil, nil
+}
+
+// seal commits the files of the work tree that git run in dir with env
+// sees onto base, and points ref at the commit.
+func (w *Workspace) seal(ctx context.Context, dir string, treeEnv []string, ref, message, base string) (string, error) {
+	baseCommit, err := revParse(ctx, w.Root, base)
+	if err != nil {
+		return "", fmt.Errorf("sealing %s: %w", ref, err)
 	}
 	var commit string
 	err = withIndex(func(env []string) error {
-		if _, err := gitEnv(ctx, w.Root, env, "read-tree", baseCommit); err != nil {
+		env = append(env, treeEnv...)
+		if _, err := gitEnv(ctx, dir, env, "read-tree", baseCommit); err != nil {
 			return err
 		}
-		if _, err := gitEnv(ctx, w.Root, env, "add", "-A", "--", "."); err != nil {
+		if _, err := gitEnv(ctx, dir, env, "add", "-A", "--", "."); err != nil {
 			return err
 		}
 		// The ledger is the supervisor's: the candidate has it as base does.
-		if _, err := gitEnv(ctx, w.Root, env, append([]string{"reset", "-q", baseCommit, "--"}, w.ledgerRepoPaths()...)...); err != nil {
+		if _, err := gitEnv(ctx, dir, env, append([]string{"reset", "-q", baseCommit, "--"}, w.ledgerRepoPaths()...)...); err != nil {
 			return err
 		}
-		tree, err := gitEnv(ctx, w.Root, env, "write-tree")
+		tree, err := gitEnv(ctx, dir, env, "write-tree")
 		if err != nil {
 			return err
 		}
-		commit, err = w.commitTree(ctx, tree, baseCommit, fmt.Sprintf("autoresearch: round %d candidate", round))
+		commit, err = w.commitTree(ctx, tree, baseCommit, message)
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("sealing round %d: %w", round, err)
+		return "", fmt.Errorf("sealing %s: %w", ref, err)
 	}
-	if _, err := git(ctx, w.Root, "update-ref", w.CandidateRef(round), commit); err != nil {
+	if _, err := git(ctx, w.Root, "update-ref", ref, commit); err != nil {
 		return "", err
 	}
 	return commit, nil

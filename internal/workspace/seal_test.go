@@ -197,3 +197,55 @@ func TestANestedRepositoryIsNotSealedAsCode(t *testing.T) {
 		t.Errorf("report %+v, want the nested repository refused", report)
 	}
 }
+
+// TestCombine merges candidates sealed on one base: changes to different
+// files or lines come together in one commit on that base; changes to the
+// same line conflict; a commit that was not sealed on the base is refused.
+func TestCombine(t *testing.T) {
+	ctx := context.Background()
+	w, base := newExperiment(t)
+	seal := func(round int32, files map[string]string) string {
+		t.Helper()
+		writeFiles(t, w.Dir, files)
+		c, err := w.Seal(ctx, round, base)
+		if err != nil {
+			t.Fatalf("Seal: %v", err)
+		}
+		gitT(t, w.Root, "checkout", "-q", base, "--", ".")
+		return c
+	}
+	lr := seal(1, map[string]string{"train.py": "lr = 0.05\n"})
+	steps := seal(2, map[string]string{"configs/default.cfg": "steps = 20\n", "helpers.py": "def f(): pass\n"})
+	otherLR := seal(3, map[string]string{"train.py": "lr = 0.2\n"})
+
+	commit, conflicts, err := w.Combine(ctx, 4, "c", base, []string{lr, steps})
+	if err != nil || len(conflicts) > 0 {
+		t.Fatalf("Combine: %v, conflicts %v", err, conflicts)
+	}
+	if got := gitT(t, w.Root, "rev-parse", w.CandidateRefNamed(4, "c")); got != commit {
+		t.Errorf("%s = %s, want the combination %s", w.CandidateRefNamed(4, "c"), got, commit)
+	}
+	if got := gitT(t, w.Root, "log", "-1", "--format=%P", commit); got != base {
+		t.Errorf("the combination's parent is %s, want the base %s", got, base)
+	}
+	if got := gitT(t, w.Root, "diff", "--name-only", base, commit); got != "examples/x/configs/default.cfg\nexamples/x/helpers.py\nexamples/x/train.py" {
+		t.Errorf("the combination changes %q, want both candidates' files", got)
+	}
+	if got := gitT(t, w.Root, "show", commit+":examples/x/train.py"); got != "lr = 0.05" {
+		t.Errorf("the combination's train.py = %q, want the first candidate's", got)
+	}
+
+	commit, conflicts, err = w.Combine(ctx, 4, "d", base, []string{lr, steps, otherLR})
+	if err != nil || commit != "" || strings.Join(conflicts, ",") != "examples/x/train.py" {
+		t.Errorf("Combine of two changes to one line = %q, %v, %v; want the conflict in train.py", commit, conflicts, err)
+	}
+
+	later := keep(ctx, t, w, 5, base, "a kept round")
+	onLater, err := w.Seal(ctx, 6, later)
+	if err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	if _, _, err := w.Combine(ctx, 7, "c", base, []string{lr, onLater}); err == nil {
+		t.Error("Combine took a commit that was not sealed on the base")
+	}
+}

@@ -153,8 +153,75 @@ func TestAttacks(t *testing.T) {
 	})
 }
 
+// TestAttacksAsACandidate runs every attack as candidate a of a round of
+// two, beside an honest candidate b that raises SCORE to 15: the attacker
+// works on a plain copy of the files, its steps run at once with b's, and
+// what the supervisor undoes after the round's Researchers or training is
+// held against both. Whatever the verdicts, no attack gets a number that
+// honest work does not, nor leaves anything behind.
+func TestAttacksAsACandidate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole corpus again")
+	}
+	scripts, err := filepath.Glob("attacks/*.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scripts {
+		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+		t.Run(name, func(t *testing.T) {
+			script, err := filepath.Abs(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runAttack(t, script, "")
+		})
+	}
+	if !runner.ReadOnlyMounts() {
+		return
+	}
+	t.Run("without-mounts", func(t *testing.T) {
+		defer runner.WithoutMounts()()
+		for _, name := range slices.Sorted(maps.Keys(mountedVerdicts)) {
+			t.Run(name, func(t *testing.T) {
+				script, err := filepath.Abs(filepath.Join("attacks", name+".sh"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				runAttack(t, script, "")
+			})
+		}
+	})
+}
+
+// roundOneVerdict returns round 1's verdict, checked against want; with
+// nothing to want, it is improved when any candidate improved.
+func roundOneVerdict(t *testing.T, history []v1alpha1.RoundRecord, want v1alpha1.Verdict) v1alpha1.Verdict {
+	t.Helper()
+	var got v1alpha1.Verdict
+	for _, h := range history {
+		if h.Round != 1 {
+			continue
+		}
+		if want == "" {
+			t.Logf("candidate %s: %s (%s)", h.Candidate, h.Verdict, h.Insight)
+			if h.Verdict == v1alpha1.VerdictImproved {
+				got = h.Verdict
+			}
+			continue
+		}
+		got = h.Verdict
+		if got != want {
+			t.Errorf("verdict %s (%s), want %s", got, h.Insight, want)
+		}
+	}
+	return got
+}
+
 // runAttack runs one round with the attack as its Researcher and checks
-// what it left.
+// what it left. Without a verdict to want, the attack is candidate a of a
+// round of two beside an honest candidate b, and the round may end in any
+// verdicts but keeps only honest work.
 func runAttack(t *testing.T, script string, want v1alpha1.Verdict) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "planted-command-ran")
@@ -170,6 +237,11 @@ func runAttack(t *testing.T, script string, want v1alpha1.Verdict) {
 	const token = "tamper-t0ken"
 	remote := gittest.NewHTTPRemote(t, token)
 	repo := filepath.Join(dir, "repo")
+	researcher, candidates := "sh "+script, ""
+	if want == "" {
+		researcher = `if [ \"$AUTORESEARCH_CANDIDATE\" = a ]; then sh ` + script + `; else sed -i s/SCORE=10/SCORE=15/ train.sh; fi`
+		candidates = "\n  candidates: 2"
+	}
 	files := maps.Clone(Toy)
 	files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
@@ -177,14 +249,14 @@ metadata:
   name: toy
 spec:
   researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 1
+  maxRounds: 1` + candidates + `
   baseline: {value: "10"}
   fixed: {files: [eval.sh, check/main.go, golden/], timeLimit: 10s}
   variable: {files: [train.sh]}
   train: {command: "./train.sh", outputs: [out.txt]}
   eval: {metric: score, direction: maximize, command: "./eval.sh"}
   researcher:
-    command: "sh ` + script + `"
+    command: "` + researcher + `"
     env: [{name: MARKER, value: "` + marker + `"}]
   output:
     git: {url: "` + remote.URL + `"}
@@ -206,16 +278,11 @@ spec:
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 
-	var got v1alpha1.Verdict
-	for _, h := range st.History {
-		if h.Round == 1 {
-			got = h.Verdict
-			if got != want {
-				t.Errorf("verdict %s (%s), want %s", got, h.Insight, want)
-			}
-		}
+	got := roundOneVerdict(t, st.History, want)
+	if want == "" && !slices.Contains([]string{"10", "15", "20"}, st.Best.Value) {
+		t.Errorf("best score %s: only honest work, 15 or 20, may beat 10", st.Best.Value)
 	}
-	if got == "" {
+	if got == "" && want != "" {
 		t.Fatalf("round 1 has no verdict:\n%s", out.String())
 	}
 	if _, err := os.Lstat(marker); err == nil {
@@ -227,9 +294,12 @@ spec:
 	start := gittest.Git(t, repo, "rev-parse", "main")
 	// An attack whose planting failed is judged on its honest change, a
 	// better SCORE, which a kept round commits: that and nothing else.
-	honest := strings.TrimSpace(strings.Replace(Toy["train.sh"], "SCORE=10", "SCORE=20", 1))
+	honest := []string{strings.TrimSpace(strings.Replace(Toy["train.sh"], "SCORE=10", "SCORE=20", 1))}
+	if want == "" {
+		honest = append(honest, strings.TrimSpace(strings.Replace(Toy["train.sh"], "SCORE=10", "SCORE=15", 1)))
+	}
 	for _, f := range strings.Fields(gittest.Git(t, repo, "diff", "--name-only", st.Workspace.StartCommit, "refs/heads/autoresearch/toy")) {
-		if f == "train.sh" && got == v1alpha1.VerdictImproved && strings.TrimSpace(gittest.Git(t, repo, "show", "refs/heads/autoresearch/toy:train.sh")) == honest {
+		if f == "train.sh" && got == v1alpha1.VerdictImproved && slices.Contains(honest, strings.TrimSpace(gittest.Git(t, repo, "show", "refs/heads/autoresearch/toy:train.sh"))) {
 			continue
 		}
 		if f != workspace.ExperiencesFile && f != workspace.ResultsFile {
@@ -243,7 +313,8 @@ spec:
 	// The supervisor's own refs: the experiment branch and the round's
 	// sealed candidate, when the round got as far as sealing it.
 	after.Refs = slices.DeleteFunc(after.Refs, func(r string) bool {
-		return r == "refs/heads/autoresearch/toy" || r == "refs/autoresearch/candidates/toy/r1"
+		return slices.Contains([]string{"refs/heads/autoresearch/toy", "refs/autoresearch/candidates/toy/r1",
+			"refs/autoresearch/candidates/toy/r1a", "refs/autoresearch/candidates/toy/r1b"}, r)
 	})
 	if start != before.Main || !slices.Equal(before.Refs, after.Refs) || before.Config != after.Config || !slices.Equal(before.Hooks, after.Hooks) {
 		t.Errorf("the user's repository changed:\nbefore %+v\nafter  %+v", before, after)

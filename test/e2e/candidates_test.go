@@ -1,0 +1,252 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+)
+
+// candidatesToy trains for a few seconds, so that two candidates' training
+// overlaps when both have a GPU, and plays two candidates a round: in round
+// 1 they change different lines, so that spec.combine applies both.
+var candidatesToy = map[string]string{
+	".gitignore": "out.txt\n",
+	"train.sh":   "#!/bin/sh\nSCORE=10\nsleep 4\necho \"step 1 loss=0.5\"\nBONUS=0\necho $((SCORE+BONUS)) > out.txt\n",
+	"eval.sh":    "#!/bin/sh\ntest -f out.txt || { echo 'no model' >&2; exit 1; }\necho \"score: $(cat out.txt)\"\n",
+	"plan.yaml": `rounds:
+  - strategy: "unused"
+    candidates:
+      - strategy: "raise SCORE to 20"
+        edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=20"}]
+      - strategy: "add a BONUS of 5"
+        edits: [{file: train.sh, old: "BONUS=0", new: "BONUS=5"}]
+  - strategy: "unused"
+    candidates:
+      - strategy: "score every model 99"
+        edits: [{file: eval.sh, old: "score: $(cat out.txt)", new: "score: 99"}]
+      - strategy: "raise SCORE to 40"
+        edits: [{file: train.sh, old: "SCORE=20", new: "SCORE=40"}]
+`,
+}
+
+// TestCandidatesOnCluster runs rounds of two candidates on a node of two
+// GPUs or more, through kubectl: each round's two candidates train at once,
+// each candidate gets its own verdict, round 1's two improvements are
+// combined, and each round commits its best; the kubectl plugin shows each
+// candidate's logs and change.
+func TestCandidatesOnCluster(t *testing.T) {
+	const n = "candidates"
+	p := buildPlugin(t)
+	install(t)
+	m := &manager{t: t}
+	m.start()
+	defer m.kill()
+	repo := toyRepo(t, candidatesToy)
+	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
+	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata: {name: %s, namespace: %s}
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 2
+  candidates: 2
+  combine: true
+  baseline: {runs: 1}
+  source:
+    git: {url: "file://%s", ref: main}
+  workspace: {size: 1Gi}
+  fixed:
+    files: [eval.sh, plan.yaml]
+    timeLimit: 60s
+  variable:
+    files: [train.sh]
+  train:
+    command: "./train.sh"
+    outputs: [out.txt]
+    gpus: 1
+  eval:
+    metric: score
+    direction: maximize
+    command: "./eval.sh"
+  researcher:
+    command: "autoresearch researcher scripted --plan plan.yaml"
+    timeout: 60s
+`, n, ns, repo), "apply", "-f", "-")
+	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+
+	// How many of the experiment's training Jobs run at once, and the most
+	// GPUs its status says it uses, as kubectl shows them.
+	stop, done := make(chan struct{}), make(chan [2]int)
+	go func() {
+		most, gpus := 0, 0
+		for {
+			out, err := tryKubectl("", "get", "jobs", "-n", ns, "-l", "autoresearch.dev/experiment="+n+",autoresearch.dev/step=train",
+				"-o", "jsonpath={range .items[*]}{.status.active}{\"\\n\"}{end}")
+			if err == nil {
+				most = max(most, strings.Count(out, "1"))
+			}
+			if out, err := tryKubectl("", "get", "autoresearch", n, "-n", ns, "-o", "jsonpath={.status.gpus}"); err == nil {
+				g, _ := strconv.Atoi(strings.TrimSpace(out))
+				gpus = max(gpus, g)
+			}
+			select {
+			case <-stop:
+				done <- [2]int{most, gpus}
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	eventually(t, "the experiment to finish", 10*time.Minute, func() bool {
+		p := experimentNamed(t, n).Status.Phase
+		return p == v1alpha1.PhaseSucceeded || p == v1alpha1.PhaseFailed
+	})
+	close(stop)
+	seen := <-done
+	most, gpus := seen[0], seen[1]
+
+	ar := experimentNamed(t, n)
+	var records, insights []string
+	for _, h := range ar.Status.History {
+		records = append(records, fmt.Sprintf("%d%s:%s", h.Round, h.Candidate, h.Verdict))
+		insights = append(insights, fmt.Sprintf("%d%s: %s", h.Round, h.Candidate, h.Insight))
+	}
+	if got, want := strings.Join(records, " "), "0:baseline 1a:superseded 1b:superseded 1c:improved 2a:compliance_failed 2b:improved"; got != want {
+		t.Fatalf("records %q (phase %s: %s), want %q; insights:\n%s", got, ar.Status.Phase, ar.Status.Message, want, strings.Join(insights, "\n"))
+	}
+	if ar.Status.Best == nil || ar.Status.Best.Value != "45" || ar.Status.Best.Round != 2 {
+		t.Errorf("best %+v, want 45 from round 2: SCORE=40 on round 1's combined BONUS=5", ar.Status.Best)
+	}
+	if most != 2 {
+		t.Errorf("at most %d training Jobs ran at once, want the two candidates' together, one GPU each", most)
+	}
+	if gpus != 2 {
+		t.Errorf("status.gpus was at most %d, want the two candidates' two GPUs", gpus)
+	}
+	if out := kubectl(t, "", "get", "autoresearch", n, "-n", ns); !strings.Contains(out, "CANDIDATES") || !strings.Contains(out, "GPUS") {
+		t.Errorf("kubectl get shows no candidates or GPUs column:\n%s", out)
+	}
+
+	work := t.TempDir()
+	if out := p.run(work, "logs", n, "--round", "1", "--candidate", "c", "--step", "train"); !strings.Contains(out, "step 1 loss=0.5") {
+		t.Errorf("candidate 1c's training log:\n%s", out)
+	}
+	if out := p.run(work, "diff", n, "--round", "1", "--candidate", "c"); !strings.Contains(out, "+SCORE=20") || !strings.Contains(out, "+BONUS=5") {
+		t.Errorf("candidate 1c's change, want 1a's and 1b's together:\n%s", out)
+	}
+	if _, errOut, err := p.try(work, "logs", n, "--round", "1"); err == nil || !strings.Contains(errOut, "name one with --candidate") {
+		t.Errorf("logs of a round of candidates without one: %v\n%s", err, errOut)
+	}
+}
+
+// pipelineToy trains for a few seconds; its rounds change lines far apart,
+// so that a round researched on an older best merges onto the newer one.
+var pipelineToy = map[string]string{
+	".gitignore": "out.txt\n",
+	"train.sh":   "#!/bin/sh\nSCORE=10\nsleep 5\necho \"step 1 loss=0.5\"\nBONUS=0\necho $((SCORE+BONUS)) > out.txt\n",
+	"eval.sh":    "#!/bin/sh\ntest -f out.txt || { echo 'no model' >&2; exit 1; }\necho \"score: $(cat out.txt)\"\n",
+	"plan.yaml": `rounds:
+  - strategy: "raise SCORE to 20"
+    edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=20"}]
+  - strategy: "add a BONUS of 5"
+    edits: [{file: train.sh, old: "BONUS=0", new: "BONUS=5"}]
+  - strategy: "raise SCORE to 30"
+    edits: [{file: train.sh, old: "SCORE=20", new: "SCORE=30"}]
+`,
+}
+
+// TestPipelineOnCluster runs spec.pipeline through kubectl: each round's
+// Researcher pod runs while the round before trains, and is carried onto
+// the best that round commits.
+func TestPipelineOnCluster(t *testing.T) {
+	const n = "pipeline"
+	install(t)
+	m := &manager{t: t}
+	m.start()
+	defer m.kill()
+	repo := toyRepo(t, pipelineToy)
+	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
+	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata: {name: %s, namespace: %s}
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 3
+  pipeline: true
+  baseline: {runs: 1}
+  source:
+    git: {url: "file://%s", ref: main}
+  workspace: {size: 1Gi}
+  fixed:
+    files: [eval.sh, plan.yaml]
+    timeLimit: 60s
+  variable:
+    files: [train.sh]
+  train:
+    command: "./train.sh"
+    outputs: [out.txt]
+    gpus: 1
+  eval:
+    metric: score
+    direction: maximize
+    command: "./eval.sh"
+  researcher:
+    command: "autoresearch researcher scripted --plan plan.yaml"
+    timeout: 60s
+`, n, ns, repo), "apply", "-f", "-")
+	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+
+	seen := seenPods(n)
+	eventually(t, "the experiment to finish", 10*time.Minute, func() bool {
+		p := experimentNamed(t, n).Status.Phase
+		return p == v1alpha1.PhaseSucceeded || p == v1alpha1.PhaseFailed
+	})
+	pods := seen.close()
+	ar := experimentNamed(t, n)
+	var records []string
+	for _, h := range ar.Status.History {
+		records = append(records, fmt.Sprintf("%d:%s", h.Round, h.Verdict))
+	}
+	if got, want := strings.Join(records, " "), "0:baseline 1:improved 2:improved 3:improved"; got != want {
+		t.Fatalf("records %q (phase %s: %s), want %q", got, ar.Status.Phase, ar.Status.Message, want)
+	}
+	if ar.Status.Best == nil || ar.Status.Best.Value != "35" {
+		t.Errorf("best %+v, want 35: round 3's SCORE on round 2's BONUS", ar.Status.Best)
+	}
+	for r := 1; r <= 2; r++ {
+		researcher := terminated(pods, fmt.Sprintf("%s-r%d-researcher", n, r+1), "researcher")
+		train := terminated(pods, "", fmt.Sprintf("%s-r%d-train", n, r))
+		if researcher == nil || train == nil {
+			t.Errorf("round %d's Researcher or round %d's training was not seen to end", r+1, r)
+			continue
+		}
+		if !researcher.StartedAt.Before(&train.FinishedAt) {
+			t.Errorf("round %d's Researcher started at %s, after round %d's training ended at %s", r+1, researcher.StartedAt, r, train.FinishedAt)
+		}
+	}
+}
+
+// terminated is how the container named container of the pod named name
+// ended, or with an empty name, that of the Job pod whose name starts with
+// container; nil when it was not seen to end.
+func terminated(pods map[string]corev1.Pod, name, container string) *corev1.ContainerStateTerminated {
+	for podName, p := range pods {
+		if name != "" && podName != name || name == "" && !strings.HasPrefix(podName, container+"-") {
+			continue
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if t := c.State.Terminated; t != nil && (c.Name == container || name == "") {
+				return t
+			}
+		}
+	}
+	return nil
+}
