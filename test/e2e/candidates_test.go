@@ -84,22 +84,30 @@ spec:
 
 	// How many of the experiment's training Jobs run at once, and the most
 	// GPUs its status says it uses, as kubectl shows them.
-	stop, done := make(chan struct{}), make(chan [2]int)
+	type seenSoFar struct {
+		most, gpus int
+		badGPUs    string
+	}
+	stop, done := make(chan struct{}), make(chan seenSoFar)
 	go func() {
-		most, gpus := 0, 0
+		var s seenSoFar
 		for {
 			out, err := tryKubectl("", "get", "jobs", "-n", ns, "-l", "autoresearch.dev/experiment="+n+",autoresearch.dev/step=train",
 				"-o", "jsonpath={range .items[*]}{.status.active}{\"\\n\"}{end}")
 			if err == nil {
-				most = max(most, strings.Count(out, "1"))
+				s.most = max(s.most, strings.Count(out, "1"))
 			}
-			if out, err := tryKubectl("", "get", "autoresearch", n, "-n", ns, "-o", "jsonpath={.status.gpus}"); err == nil {
-				g, _ := strconv.Atoi(strings.TrimSpace(out))
-				gpus = max(gpus, g)
+			// An empty status.gpus is none in use.
+			if out, err := tryKubectl("", "get", "autoresearch", n, "-n", ns, "-o", "jsonpath={.status.gpus}"); err == nil && strings.TrimSpace(out) != "" {
+				g, err := strconv.Atoi(strings.TrimSpace(out))
+				if err != nil {
+					s.badGPUs = out
+				}
+				s.gpus = max(s.gpus, g)
 			}
 			select {
 			case <-stop:
-				done <- [2]int{most, gpus}
+				done <- s
 				return
 			case <-time.After(500 * time.Millisecond):
 			}
@@ -111,7 +119,10 @@ spec:
 	})
 	close(stop)
 	seen := <-done
-	most, gpus := seen[0], seen[1]
+	if seen.badGPUs != "" {
+		t.Errorf("status.gpus = %q, not a number", seen.badGPUs)
+	}
+	most, gpus := seen.most, seen.gpus
 
 	ar := experimentNamed(t, n)
 	var records, insights []string
