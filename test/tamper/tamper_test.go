@@ -154,11 +154,13 @@ func TestAttacks(t *testing.T) {
 }
 
 // TestAttacksAsACandidate runs every attack as candidate a of a round of
-// two, beside an honest candidate b that raises SCORE to 15: the attacker
-// works on a plain copy of the files, its steps run at once with b's, and
-// what the supervisor undoes after the round's Researchers or training is
-// held against both. Whatever the verdicts, no attack gets a number that
-// honest work does not, nor leaves anything behind.
+// two, beside an honest candidate b that has training write 5 more than
+// SCORE, with spec.combine: the attacker works on a plain copy of the
+// files, its steps run at once with b's, what the supervisor undoes after
+// the round's Researchers or training is held against both, and where both
+// improve, the candidate that merges them is judged by the same rules.
+// Whatever the verdicts, no attack gets a number that honest work does not,
+// nor leaves anything behind, alone or merged with b.
 func TestAttacksAsACandidate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole corpus again")
@@ -239,8 +241,8 @@ func runAttack(t *testing.T, script string, want v1alpha1.Verdict) {
 	repo := filepath.Join(dir, "repo")
 	researcher, candidates := "sh "+script, ""
 	if want == "" {
-		researcher = `if [ \"$AUTORESEARCH_CANDIDATE\" = a ]; then sh ` + script + `; else sed -i s/SCORE=10/SCORE=15/ train.sh; fi`
-		candidates = "\n  candidates: 2"
+		researcher = `if [ \"$AUTORESEARCH_CANDIDATE\" = a ]; then sh ` + script + `; else echo 'echo $((SCORE+5)) > out.txt' >> train.sh; fi`
+		candidates = "\n  candidates: 2\n  combine: true"
 	}
 	files := maps.Clone(Toy)
 	files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
@@ -279,8 +281,8 @@ spec:
 	}
 
 	got := roundOneVerdict(t, st.History, want)
-	if want == "" && !slices.Contains([]string{"10", "15", "20"}, st.Best.Value) {
-		t.Errorf("best score %s: only honest work, 15 or 20, may beat 10", st.Best.Value)
+	if want == "" && !slices.Contains([]string{"10", "15", "20", "25"}, st.Best.Value) {
+		t.Errorf("best score %s: only honest work, 15, 20 or both at once, 25, may beat 10", st.Best.Value)
 	}
 	if got == "" && want != "" {
 		t.Fatalf("round 1 has no verdict:\n%s", out.String())
@@ -296,7 +298,8 @@ spec:
 	// better SCORE, which a kept round commits: that and nothing else.
 	honest := []string{strings.TrimSpace(strings.Replace(Toy["train.sh"], "SCORE=10", "SCORE=20", 1))}
 	if want == "" {
-		honest = append(honest, strings.TrimSpace(strings.Replace(Toy["train.sh"], "SCORE=10", "SCORE=15", 1)))
+		plusFive := Toy["train.sh"] + "echo $((SCORE+5)) > out.txt\n"
+		honest = append(honest, strings.TrimSpace(plusFive), strings.TrimSpace(strings.Replace(plusFive, "SCORE=10", "SCORE=20", 1)))
 	}
 	for _, f := range strings.Fields(gittest.Git(t, repo, "diff", "--name-only", st.Workspace.StartCommit, "refs/heads/autoresearch/toy")) {
 		if f == "train.sh" && got == v1alpha1.VerdictImproved && slices.Contains(honest, strings.TrimSpace(gittest.Git(t, repo, "show", "refs/heads/autoresearch/toy:train.sh"))) {
@@ -314,7 +317,7 @@ spec:
 	// sealed candidate, when the round got as far as sealing it.
 	after.Refs = slices.DeleteFunc(after.Refs, func(r string) bool {
 		return slices.Contains([]string{"refs/heads/autoresearch/toy", "refs/autoresearch/candidates/toy/r1",
-			"refs/autoresearch/candidates/toy/r1a", "refs/autoresearch/candidates/toy/r1b"}, r)
+			"refs/autoresearch/candidates/toy/r1a", "refs/autoresearch/candidates/toy/r1b", "refs/autoresearch/candidates/toy/r1c"}, r)
 	})
 	if start != before.Main || !slices.Equal(before.Refs, after.Refs) || before.Config != after.Config || !slices.Equal(before.Hooks, after.Hooks) {
 		t.Errorf("the user's repository changed:\nbefore %+v\nafter  %+v", before, after)
