@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,28 +26,54 @@ import (
 )
 
 // BenchmarkOperator creates many experiments (BENCH_EXPERIMENTS, default
-// 500) and drives each through 3 rounds, playing the kubelet and the Job
-// controller as fast as it can. It reports the time from a child's
-// completion to the creation of the experiment's next child (p50, p99), the
-// test process's memory with the manager in it, and the largest status.
+// 500) at once and drives each through 3 rounds, playing the kubelet and the
+// Job controller as fast as it can: the operator's capacity. It reports the
+// time from a child's completion to the creation of the experiment's next
+// child (p50, p99), the test process's memory and CPU with the manager in
+// it, and the largest status.
 func BenchmarkOperator(b *testing.B) {
-	n := 500
-	if v, err := strconv.Atoi(os.Getenv("BENCH_EXPERIMENTS")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchEnv(b, "BENCH_EXPERIMENTS", 500)
 	for range b.N {
-		benchmarkOperator(b, n)
+		benchmarkOperator(b, n, 3, 0)
 	}
 }
 
-func benchmarkOperator(b *testing.B, n int) {
+// BenchmarkOperatorPaced is the operator under a steady load rather than a
+// burst: experiments (BENCH_PACED_EXPERIMENTS, default 1,000) of one round
+// each, started evenly over one step's time, whose every step takes
+// BENCH_PACED_STEP_SECONDS (default 60), as a cluster of that many running
+// experiments would see them.
+func BenchmarkOperatorPaced(b *testing.B) {
+	n := benchEnv(b, "BENCH_PACED_EXPERIMENTS", 1000)
+	step := time.Duration(benchEnv(b, "BENCH_PACED_STEP_SECONDS", 60)) * time.Second
+	for range b.N {
+		benchmarkOperator(b, n, 1, step)
+	}
+}
+
+// benchEnv is the positive number in the environment variable name, or def.
+func benchEnv(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+// benchmarkOperator drives n experiments of the given rounds, each child
+// ending step after it appears, the experiments created evenly over step.
+func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := newNamespace(b)
 	m := startManager(b)
 	defer m.stop()
 
-	k := &benchKubelet{ns: ns, finished: map[string]time.Time{}, work: make(chan client.Object, 100000)}
+	k := &benchKubelet{ns: ns, step: step, finished: map[string]time.Time{}, work: make(chan client.Object, 100000)}
 	informers, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	if err != nil {
 		b.Fatal(err)
@@ -72,9 +99,12 @@ func benchmarkOperator(b *testing.B, n int) {
 	}
 
 	b.ResetTimer()
-	start := time.Now()
+	start, cpuStart := time.Now(), cpuTime()
 	for i := range n {
-		ar := builder.MakeAutoResearch(fmt.Sprintf("b%d", i), ns).Question("q").MaxRounds(3).TimeLimit(time.Minute).Obj()
+		if step > 0 {
+			time.Sleep(time.Until(start.Add(step * time.Duration(i) / time.Duration(n))))
+		}
+		ar := builder.MakeAutoResearch(fmt.Sprintf("b%d", i), ns).Question("q").MaxRounds(rounds).TimeLimit(max(time.Minute, 2*step)).Obj()
 		if err := k8s.Create(ctx, ar); err != nil {
 			b.Fatal(err)
 		}
@@ -95,9 +125,9 @@ func benchmarkOperator(b *testing.B, n int) {
 		}
 		return done == n, fmt.Errorf("%d of %d done", done, n)
 	})
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpuStart
 	b.StopTimer()
-	close(k.work)
+	k.close()
 	workers.Wait()
 
 	k.mu.Lock()
@@ -113,13 +143,28 @@ func benchmarkOperator(b *testing.B, n int) {
 	b.ReportMetric(float64(largest), "max-status-bytes")
 	b.ReportMetric(elapsed.Seconds(), "total-s")
 	b.ReportMetric(float64(len(lat)), "handoffs")
+	if len(lat) > 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(lat)), "cpu-ms/handoff")
+	}
 }
 
-// benchKubelet ends every child as soon as it appears.
+// cpuTime is the CPU time this process, which holds the manager and the
+// benchmark's kubelet, has used so far.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// benchKubelet ends every child step after it appears.
 type benchKubelet struct {
 	ns        string
+	step      time.Duration
 	work      chan client.Object
 	mu        sync.Mutex
+	closed    bool
 	finished  map[string]time.Time // experiment → when its last child ended
 	latencies []time.Duration
 }
@@ -136,7 +181,28 @@ func (k *benchKubelet) added(obj any) {
 		delete(k.finished, exp)
 	}
 	k.mu.Unlock()
-	k.work <- o
+	if k.step == 0 {
+		k.send(o)
+		return
+	}
+	time.AfterFunc(k.step, func() { k.send(o) })
+}
+
+// send queues o to be ended, unless the benchmark is over.
+func (k *benchKubelet) send(o client.Object) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.closed {
+		k.work <- o
+	}
+}
+
+// close ends the queue.
+func (k *benchKubelet) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	close(k.work)
 }
 
 func (k *benchKubelet) finish(b *testing.B, obj client.Object) {
