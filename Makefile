@@ -184,8 +184,8 @@ helm-lint: helm ## Lint the Helm chart and check it against config/ (renders it 
 	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./test/manifests/...
 
 .PHONY: image
-image: ## Build the operator image without Docker, as a docker-archive in bin/image tagged $(VERSION) (hack/image.sh; needs root the first time).
-	VERSION=$(VERSION) IMG_REPO=$(IMG_REPO) hack/image.sh
+image: ## Build the operator image and the examples' training images (Go; Python with Debian's CPU PyTorch) without Docker, as docker-archives in bin/image tagged $(VERSION) (hack/image.sh; needs root the first time).
+	VERSION=$(VERSION) IMG_REPO=$(IMG_REPO) hack/image.sh operator go torch
 
 .PHONY: docker-build
 docker-build: ## Build the operator image $(IMG).

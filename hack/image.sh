@@ -5,11 +5,14 @@
 # `podman load` accept. It is the image the Dockerfile describes: keep the
 # two in step (same packages, user, files and entrypoint).
 #
-#   hack/image.sh [IMAGE...]   # IMAGE: operator (the default), go, pause
+#   hack/image.sh [IMAGE...]   # IMAGE: operator (the default), go, torch, pause
 #
 # operator is the operator's image; go, the Go toolchain image the
-# tiny-lm-go example trains and evaluates in on a real node; pause, the
-# sandbox image a real node's containerd needs (hack/e2e/real-node.sh).
+# tiny-lm-go example trains and evaluates in on a real node; torch, the
+# Python image the nanogpt-torch example trains in without a registry
+# (Debian's python3-torch, CPU only: a GPU cluster uses a CUDA build such
+# as pytorch/pytorch); pause, the sandbox image a real node's containerd
+# needs (hack/e2e/real-node.sh).
 #
 # Prints the path of each archive it wrote. Layers:
 #   1. Debian trixie minbase (debootstrap from Debian's mirror) with
@@ -19,21 +22,26 @@
 #      cached under $IMAGE_DIR (remove .rootfs-* and layers/ to rebuild).
 #   2. /manager and /autoresearch: static (CGO_ENABLED=0), -trimpath,
 #      stamped with $VERSION (internal/version).
-# The Go image is layer 1 and $(go env GOROOT) as /usr/local/go; pause is
-# build/pause/linux/pause.c of k8s.io/kubernetes, compiled static.
+# The Go image is layer 1 and $(go env GOROOT) as /usr/local/go. The torch
+# image is one layer: Debian trixie minbase with python3, python3-torch and
+# python3-numpy, the user nonroot; built once, as root, and cached as layer
+# 1 is. pause is build/pause/linux/pause.c of k8s.io/kubernetes, compiled
+# static.
 #
 # Environment: VERSION (default: git describe --tags --always --dirty; the
-# image tag), IMG_REPO, GO_IMG_REPO, IMAGE_DIR (default bin/image),
-# DEBIAN_MIRROR.
+# image tag), IMG_REPO, GO_IMG_REPO, TORCH_IMG_REPO, IMAGE_DIR (default
+# bin/image), DEBIAN_MIRROR.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 VERSION=${VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo devel)}
 IMG_REPO=${IMG_REPO:-ghcr.io/autoresearch-dev/autoresearch-operator}
 GO_IMG_REPO=${GO_IMG_REPO:-ghcr.io/autoresearch-dev/autoresearch-examples-go}
+TORCH_IMG_REPO=${TORCH_IMG_REPO:-ghcr.io/autoresearch-dev/autoresearch-examples-torch}
 IMAGE_DIR=${IMAGE_DIR:-$root/bin/image}
 DEBIAN_SUITE=trixie
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PACKAGES=ca-certificates,git,openssh-client
+TORCH_PACKAGES="python3 python3-torch python3-numpy"
 ARCH=amd64
 K8S_VERSION=${K8S_VERSION:-1.37.2}
 # The sandbox image containerd 2.4 pins.
@@ -66,9 +74,11 @@ store() {
   echo "$digest"
 }
 
-# debootstrap_rootfs DIR: the Debian root file system of layer 1.
+# debootstrap_rootfs DIR [PACKAGE...]: the Debian root file system of
+# layer 1, with the packages apt installs besides.
 debootstrap_rootfs() {
   local rootfs=$1
+  shift
   if [ "$(id -u)" != 0 ]; then
     echo "hack/image.sh: building the Debian layer needs root (debootstrap, chroot); it is cached in $IMAGE_DIR afterwards" >&2
     return 1
@@ -79,6 +89,13 @@ debootstrap_rootfs() {
   echo "hack/image.sh: debootstrap $DEBIAN_SUITE into $rootfs (once)..." >&2
   rm -rf "$rootfs"
   debootstrap --variant=minbase --include="$PACKAGES" "$DEBIAN_SUITE" "$rootfs" "$DEBIAN_MIRROR" >&2
+  if [ $# -gt 0 ]; then
+    cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
+    chroot "$rootfs" /bin/sh -ec "
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $*" >&2
+    : >"$rootfs/etc/resolv.conf"
+  fi
   chroot "$rootfs" /bin/sh -ec "
     groupadd --gid 65532 nonroot
     useradd --uid 65532 --gid 65532 --create-home --home-dir /home/nonroot nonroot
@@ -102,6 +119,23 @@ base_layer() {
   tarball "$rootfs" "$work/base.tar" --exclude='dev/*' --exclude='proc/*' --exclude='sys/*' \
     --exclude='usr/share/man/*' --exclude='usr/share/info/*'
   digest=$(store "$work/base.tar")
+  echo "$digest" >"$rootfs.digest"
+  echo "$digest"
+}
+
+# torch_layer prints the digest of the torch image's one layer, building it
+# once.
+torch_layer() {
+  local rootfs=$IMAGE_DIR/.rootfs-$DEBIAN_SUITE-torch digest
+  if [ -f "$rootfs.digest" ] && [ -f "$IMAGE_DIR/layers/$(cat "$rootfs.digest").tar" ]; then
+    cat "$rootfs.digest"
+    return
+  fi
+  # shellcheck disable=SC2086 # TORCH_PACKAGES is a list.
+  [ -f "$rootfs.done" ] || debootstrap_rootfs "$rootfs" $TORCH_PACKAGES
+  tarball "$rootfs" "$work/torch.tar" --exclude='dev/*' --exclude='proc/*' --exclude='sys/*' \
+    --exclude='usr/share/man/*' --exclude='usr/share/info/*' --exclude='usr/share/doc/*'
+  digest=$(store "$work/torch.tar")
   echo "$digest" >"$rootfs.digest"
   echo "$digest"
 }
@@ -188,13 +222,18 @@ for image in "${@:-operator}"; do
         "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/go/bin:$path\",\"HOME=/home/nonroot\",\"GOTOOLCHAIN=local\",\"CGO_ENABLED=0\"],\"Cmd\":[\"/bin/sh\"],\"WorkingDir\":\"/\"}}" \
         "$(base_layer)" "$(go_layer)"
       ;;
+    torch)
+      archive "$IMAGE_DIR/autoresearch-examples-torch-$VERSION.tar" "$TORCH_IMG_REPO:$VERSION" \
+        "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=$path\",\"HOME=/home/nonroot\",\"PYTHONDONTWRITEBYTECODE=1\"],\"Cmd\":[\"/usr/bin/python3\"],\"WorkingDir\":\"/\"}}" \
+        "$(torch_layer)"
+      ;;
     pause)
       archive "$IMAGE_DIR/pause-$PAUSE_VERSION.tar" "registry.k8s.io/pause:$PAUSE_VERSION" \
         "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65535:65535\",\"Entrypoint\":[\"/pause\"],\"WorkingDir\":\"/\"}}" \
         "$(pause_layer)"
       ;;
     *)
-      echo "hack/image.sh: unknown image $image (operator, go, pause)" >&2
+      echo "hack/image.sh: unknown image $image (operator, go, torch, pause)" >&2
       exit 2
       ;;
   esac
