@@ -162,9 +162,11 @@ func TestAStepWithMountsIsContainedAsWithout(t *testing.T) {
 			m := newMountTree(t)
 			file := filepath.Join(m.rw, "written")
 			m.run(t, c, "export FILE="+file+"; "+leftovers["setsid double fork"]+"\nsleep 0.3")
+			// The timeout leaves the step's mounts time to be made on a
+			// loaded machine before it ends the command, whose trap is set.
 			p := Process{
 				Command: `trap 'echo terminated; exit 3' TERM; sleep 30 & wait`, Dir: m.rw,
-				Timeout: 300 * time.Millisecond, KillGrace: 5 * time.Second,
+				Timeout: 3 * time.Second, KillGrace: 5 * time.Second,
 				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
 				Mounts: []Mount{{Path: m.ro, ReadOnly: true}, {Path: m.rw}},
 			}
