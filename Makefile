@@ -75,7 +75,7 @@ test-deps:
 
 .PHONY: bench
 bench: ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem ./...
+	go test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 ##@ Build
 
@@ -184,7 +184,7 @@ helm-lint: helm ## Lint the Helm chart and check it against config/ (renders it 
 	HELM=$(HELM) go test $(GO_TEST_FLAGS) ./test/manifests/...
 
 .PHONY: image
-image: ## Build the operator image and the examples' training images (Go; Python with Debian's CPU PyTorch) without Docker, as docker-archives in bin/image tagged $(VERSION) (hack/image.sh; needs root the first time).
+image: ## Build the operator image and the examples' training images (Go; Python with Debian's CPU PyTorch) without Docker, as docker-archives in bin/image tagged $(VERSION) (hack/image.sh; needs root and Debian's mirror the first time, about 1.5 GB; hack/image.sh operator builds only the operator's).
 	VERSION=$(VERSION) IMG_REPO=$(IMG_REPO) hack/image.sh operator go torch
 
 .PHONY: docker-build
