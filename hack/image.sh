@@ -23,15 +23,18 @@
 #   2. /manager and /autoresearch: static (CGO_ENABLED=0), -trimpath,
 #      stamped with $VERSION (internal/version).
 # The Go image is layer 1 and $(go env GOROOT) as /usr/local/go. The torch
-# image is one layer: Debian trixie minbase with python3, python3-torch and
-# python3-numpy, the user nonroot; built once, as root, and cached as layer
-# 1 is. pause is build/pause/linux/pause.c of k8s.io/kubernetes, compiled
+# image is one layer: layer 1's packages and user, built apart, with
+# python3, python3-torch and python3-numpy besides; built once, as root,
+# and cached as layer 1 is (remove .rootfs-*-torch* to rebuild). pause is build/pause/linux/pause.c of k8s.io/kubernetes, compiled
 # static.
 #
 # Environment: VERSION (default: git describe --tags --always --dirty; the
 # image tag), IMG_REPO, GO_IMG_REPO, TORCH_IMG_REPO, IMAGE_DIR (default
 # bin/image), DEBIAN_MIRROR.
 set -euo pipefail
+# A failure inside $(...) fails the script too: a layer half built is never
+# cached as done.
+shopt -s inherit_errexit
 root=$(cd "$(dirname "$0")/.." && pwd)
 VERSION=${VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo devel)}
 IMG_REPO=${IMG_REPO:-ghcr.io/autoresearch-dev/autoresearch-operator}
