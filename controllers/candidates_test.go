@@ -143,10 +143,11 @@ func TestCandidatesThatEndTogether(t *testing.T) {
 }
 
 // TestRestartAtEveryStepOfCandidates is TestRestartAtEveryStep for rounds
-// of three candidates: a new manager after every child of every candidate
-// appears, and again after each is ended, finds what the old one made. No
-// child is created twice, and every round has one record per candidate,
-// none lost and none twice.
+// of three candidates: a new manager as soon as each child of each
+// candidate appears, and between rounds, finds what the old one made, with
+// the children of the other candidates made or ended meanwhile. No child
+// is created twice, and every round has one record per candidate, none
+// lost and none twice.
 func TestRestartAtEveryStepOfCandidates(t *testing.T) {
 	requireEnvtest(t)
 	ns := newNamespace(t)

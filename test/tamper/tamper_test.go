@@ -169,18 +169,27 @@ func TestAttacksAsACandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ran, combined := 0, 0
 	for _, s := range scripts {
 		name := strings.TrimSuffix(filepath.Base(s), ".sh")
 		t.Run(name, func(t *testing.T) {
+			ran++
 			script, err := filepath.Abs(s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			runAttack(t, script, "")
+			if runAttack(t, script, "") {
+				combined++
+			}
 		})
 	}
 	if !runner.ReadOnlyMounts() {
 		return
+	}
+	// With mounts, attacks whose planting fails improve beside b: their
+	// merge with b must have been made and judged.
+	if ran == len(scripts) && combined == 0 {
+		t.Error("no round combined an attack's candidate with b's")
 	}
 	t.Run("without-mounts", func(t *testing.T) {
 		defer runner.WithoutMounts()()
@@ -222,9 +231,10 @@ func roundOneVerdict(t *testing.T, history []v1alpha1.RoundRecord, want v1alpha1
 
 // runAttack runs one round with the attack as its Researcher and checks
 // what it left. Without a verdict to want, the attack is candidate a of a
-// round of two beside an honest candidate b, and the round may end in any
-// verdicts but keeps only honest work.
-func runAttack(t *testing.T, script string, want v1alpha1.Verdict) {
+// round of two beside an honest candidate b, with spec.combine, and the
+// round may end in any verdicts but keeps only honest work; runAttack
+// then says whether the round made a candidate of a and b together.
+func runAttack(t *testing.T, script string, want v1alpha1.Verdict) bool {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "planted-command-ran")
 	// The user's Go environment file, which the attack must not change.
@@ -322,4 +332,5 @@ spec:
 	if start != before.Main || !slices.Equal(before.Refs, after.Refs) || before.Config != after.Config || !slices.Equal(before.Hooks, after.Hooks) {
 		t.Errorf("the user's repository changed:\nbefore %+v\nafter  %+v", before, after)
 	}
+	return slices.ContainsFunc(st.History, func(h v1alpha1.RoundRecord) bool { return h.Round == 1 && h.Candidate == "c" })
 }
