@@ -8,7 +8,9 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" { print $$2 }' hack/tools/go.mod)
 KUBE_API_LINTER_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kube-api-linter" { print $$2 }' hack/tools/go.mod)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)-kal-$(KUBE_API_LINTER_VERSION)
-GO_TEST_FLAGS ?= -count=1
+# The attack corpus (test/tamper) runs well past go test's default ten
+# minutes on a two-core machine.
+GO_TEST_FLAGS ?= -count=1 -timeout 30m
 # The version stamped into the binaries (`autoresearch version`, `manager
 # --version`) and the tag of the image hack/image.sh builds: a release is
 # the git tag vX.Y.Z; builds between releases say how far they are from it.
