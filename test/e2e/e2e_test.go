@@ -118,7 +118,12 @@ func jobs(t testing.TB) []batchv1.Job {
 // leaving out the Deployment: the manager runs as a local process.
 func install(t *testing.T) {
 	kubectl(t, "", "apply", "--server-side", "-k", filepath.Join(root, "config/crd"))
-	kubectl(t, "", "wait", "--for=condition=Established", "crd/autoresearches.autoresearch.dev", "--timeout=60s")
+	// Not kubectl wait: on a CRD whose status.conditions was still null it
+	// failed with an accessor error instead of waiting.
+	eventually(t, "the CRD to be established", time.Minute, func() bool {
+		out, err := tryKubectl("", "get", "crd", "autoresearches.autoresearch.dev", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return err == nil && out == "True"
+	})
 	var keep []string
 	for _, doc := range strings.Split(kubectl(t, "", "kustomize", filepath.Join(root, "config/default")), "\n---\n") {
 		var obj struct{ Kind string }
