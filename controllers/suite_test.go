@@ -171,12 +171,7 @@ func newNamespace(t testing.TB) string {
 // test, it asserts nothing about speed.
 func eventually(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
-	eventuallyWithin(t, 30*time.Second, what, cond)
-}
-
-func eventuallyWithin(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(30 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
 		ok, err := cond()
