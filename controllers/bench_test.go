@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,7 +75,7 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	defer m.stop()
 
 	k := &benchKubelet{ns: ns, step: step, finished: map[string]time.Time{}, work: make(chan client.Object, 100000), done: make(chan struct{})}
-	informers, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	informers, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}, DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -139,6 +140,7 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	}
 	elapsed, cpu := time.Since(start), cpuTime()-cpuStart
 	b.StopTimer()
+	writeHeapProfile(b)
 	close(k.done)
 	workers.Wait()
 
@@ -157,6 +159,29 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	b.ReportMetric(float64(len(lat)), "handoffs")
 	if len(lat) > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(lat)), "cpu-ms/handoff")
+	}
+}
+
+// writeHeapProfile writes the heap as it is with the manager still running
+// to the file BENCH_HEAP_PROFILE names, if any (go test's -memprofile is
+// written once the manager has stopped).
+func writeHeapProfile(b *testing.B) {
+	name := os.Getenv("BENCH_HEAP_PROFILE")
+	if name == "" {
+		return
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
 	}
 }
 
