@@ -538,10 +538,14 @@ func childDone(obj client.Object) bool {
 // so the controller, sees those namespaces alone: experiments elsewhere are
 // never reconciled and nothing is created there, which lets the operator
 // run with Roles in those namespaces instead of a ClusterRole. None means
-// every namespace.
+// every namespace. Cached objects drop their managed fields, which the
+// operator never reads.
 func CacheOptions(watchNamespaces []string) cache.Options {
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagerName})}
-	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: ours, &batchv1.Job{}: ours}}
+	opts := cache.Options{
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: ours, &batchv1.Job{}: ours},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 	if len(watchNamespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range watchNamespaces {
