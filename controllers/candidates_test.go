@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -158,46 +157,26 @@ func TestRestartAtEveryStepOfCandidates(t *testing.T) {
 	})
 	initWorkspace(t, ns)
 	baseline(t, ns, "1.000")
-	uids := map[string]types.UID{}
-	jobs := map[string]bool{}
-	restart := func(name string, obj client.Object) {
-		t.Helper()
-		eventually(t, name, func() (bool, error) {
-			err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
-			return err == nil, err
-		})
-		uids[name] = obj.GetUID()
-		m.stop()
-		m = startManager(t)
-	}
-	pod := func(name, msg string) {
-		restart(name, &corev1.Pod{})
-		finishPod(t, ns, name, 0, msg)
-	}
-	job := func(name, msg string) {
-		restart(name, &batchv1.Job{})
-		jobs[name] = true
-		finishJob(t, ns, name, 0, msg)
-	}
+	r := newRestarter(t, ns, m)
 	candidates := []string{"a", "b", "c"}
 	values := [][]string{{"0.9", "0.8", "1.1"}, {"0.85", "0.7", "0.75"}}
-	for r, vs := range values {
-		n := r + 1
+	for i, vs := range values {
+		n := i + 1
 		name := func(c, step string) string { return fmt.Sprintf("%s-r%d%s-%s", experiment, n, c, step) }
 		for _, c := range candidates {
-			pod(name(c, stepResearcher), "")
+			r.pod(name(c, stepResearcher), "")
 		}
 		for _, c := range candidates {
-			pod(name(c, stepCompliance), result(t, steps.ComplianceResult{Strategy: "idea " + c, Candidate: fmt.Sprintf("cafe%d00%s", n, c)}))
+			r.pod(name(c, stepCompliance), result(t, steps.ComplianceResult{Strategy: "idea " + c, Candidate: fmt.Sprintf("cafe%d00%s", n, c)}))
 		}
 		for _, c := range candidates {
-			job(name(c, stepTrain), result(t, trainOK()))
+			r.job(name(c, stepTrain), result(t, trainOK()))
 		}
-		for i, c := range candidates {
-			job(name(c, stepEval), result(t, evalValue(vs[i])))
+		for k, c := range candidates {
+			r.job(name(c, stepEval), result(t, evalValue(vs[k])))
 		}
-		pod(podName(n, stepGit), result(t, steps.GitResult{Commit: fmt.Sprintf("c%dc%dc%d", n, n, n)}))
-		restart(experiment, &v1alpha1.AutoResearch{})
+		r.pod(podName(n, stepGit), result(t, steps.GitResult{Commit: fmt.Sprintf("c%dc%dc%d", n, n, n)}))
+		r.at(experiment, &v1alpha1.AutoResearch{})
 	}
 	ar := waitStatus(t, ns, experiment, "the end", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseSucceeded })
 	var records []string
@@ -211,20 +190,7 @@ func TestRestartAtEveryStepOfCandidates(t *testing.T) {
 	if ar.Status.Best.Value != "0.7" {
 		t.Errorf("best %+v, want round 2's candidate b, 0.7", ar.Status.Best)
 	}
-	for name, uid := range uids {
-		var obj client.Object = &corev1.Pod{}
-		if jobs[name] {
-			obj = &batchv1.Job{}
-		} else if name == experiment {
-			continue
-		}
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
-			continue // cleaned up with its round
-		}
-		if obj.GetUID() != uid {
-			t.Errorf("%s was created again after a restart", name)
-		}
-	}
+	r.noneMadeTwice()
 }
 
 // TestPipelinedRoundOnACluster plays spec.pipeline: round 2's Researcher

@@ -32,41 +32,84 @@ func editSpec(t *testing.T, ns string, edit func(*v1alpha1.AutoResearchSpec)) {
 	})
 }
 
+// restarter starts a new manager as soon as each child it is given
+// appears, and remembers the child's UID, so that a test can check at the
+// end that no child was created twice.
+type restarter struct {
+	t    *testing.T
+	ns   string
+	m    *manager
+	uids map[string]types.UID
+	jobs map[string]bool
+}
+
+func newRestarter(t *testing.T, ns string, m *manager) *restarter {
+	return &restarter{t: t, ns: ns, m: m, uids: map[string]types.UID{}, jobs: map[string]bool{}}
+}
+
+// at waits for obj, named name, and restarts the manager.
+func (r *restarter) at(name string, obj client.Object) {
+	r.t.Helper()
+	eventually(r.t, name, func() (bool, error) {
+		err := k8s.Get(context.Background(), types.NamespacedName{Namespace: r.ns, Name: name}, obj)
+		return err == nil, err
+	})
+	r.uids[name] = obj.GetUID()
+	r.m.stop()
+	r.m = startManager(r.t)
+}
+
+// pod restarts the manager at the pod name, then ends it with msg.
+func (r *restarter) pod(name, msg string) {
+	r.t.Helper()
+	r.at(name, &corev1.Pod{})
+	finishPod(r.t, r.ns, name, 0, msg)
+}
+
+// job restarts the manager at the Job name, then ends it with msg.
+func (r *restarter) job(name, msg string) {
+	r.t.Helper()
+	r.at(name, &batchv1.Job{})
+	r.jobs[name] = true
+	finishJob(r.t, r.ns, name, 0, msg)
+}
+
+// noneMadeTwice checks that every pod and Job still there is the one the
+// restarts saw.
+func (r *restarter) noneMadeTwice() {
+	r.t.Helper()
+	for name, uid := range r.uids {
+		var obj client.Object = &corev1.Pod{}
+		if r.jobs[name] {
+			obj = &batchv1.Job{}
+		} else if name == experiment {
+			continue
+		}
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: r.ns, Name: name}, obj); err != nil {
+			continue // cleaned up with its round
+		}
+		if obj.GetUID() != uid {
+			r.t.Errorf("%s was created again after a restart", name)
+		}
+	}
+}
+
 // A new manager after every step finds what the old one made: no child is
 // created twice, no round or verdict is lost.
 func TestRestartAtEveryStep(t *testing.T) {
 	ns := newNamespace(t)
-	m := startManager(t)
+	r := newRestarter(t, ns, startManager(t))
 	createExperiment(t, ns, func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 2 })
-	uids := map[string]types.UID{}
-	restart := func(name string, obj client.Object) {
-		t.Helper()
-		eventually(t, name, func() (bool, error) {
-			err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
-			return err == nil, err
-		})
-		uids[name] = obj.GetUID()
-		m.stop()
-		m = startManager(t)
-	}
-	pod := func(name string, msg string) {
-		restart(name, &corev1.Pod{})
-		finishPod(t, ns, name, 0, msg)
-	}
-	job := func(name string, msg string) {
-		restart(name, &batchv1.Job{})
-		finishJob(t, ns, name, 0, msg)
-	}
-	pod(experiment+"-init", result(t, steps.WorkspaceResult{StartCommit: "s0", FixedHashes: map[string]string{"eval.py": "a"}}))
-	job(experiment+"-r0-train-1", result(t, steps.TrainResult{}))
-	job(experiment+"-r0-eval-1", result(t, steps.EvalResult{Found: true, Value: "1"}))
+	r.pod(experiment+"-init", result(t, steps.WorkspaceResult{StartCommit: "s0", FixedHashes: map[string]string{"eval.py": "a"}}))
+	r.job(experiment+"-r0-train-1", result(t, steps.TrainResult{}))
+	r.job(experiment+"-r0-eval-1", result(t, steps.EvalResult{Found: true, Value: "1"}))
 	for i, value := range []string{"0.5", "0.7"} {
 		n := i + 1
-		pod(podName(n, stepResearcher), "")
-		pod(podName(n, stepCompliance), result(t, steps.ComplianceResult{Strategy: "s"}))
-		job(podName(n, stepTrain), result(t, steps.TrainResult{}))
-		job(podName(n, stepEval), result(t, steps.EvalResult{Found: true, Value: value}))
-		pod(podName(n, stepGit), result(t, steps.GitResult{Commit: "c1"}))
+		r.pod(podName(n, stepResearcher), "")
+		r.pod(podName(n, stepCompliance), result(t, steps.ComplianceResult{Strategy: "s"}))
+		r.job(podName(n, stepTrain), result(t, steps.TrainResult{}))
+		r.job(podName(n, stepEval), result(t, steps.EvalResult{Found: true, Value: value}))
+		r.pod(podName(n, stepGit), result(t, steps.GitResult{Commit: "c1"}))
 	}
 	ar := waitStatus(t, ns, experiment, "the end", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseSucceeded })
 	var got []string
@@ -76,18 +119,7 @@ func TestRestartAtEveryStep(t *testing.T) {
 	if strings.Join(got, ",") != "baseline,improved,not_improved" {
 		t.Errorf("history %v, want baseline, improved, not_improved", got)
 	}
-	for name, uid := range uids {
-		var obj client.Object = &corev1.Pod{}
-		if strings.Contains(name, "-train") || strings.Contains(name, "-eval") {
-			obj = &batchv1.Job{}
-		}
-		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
-			continue // cleaned up with its round
-		}
-		if obj.GetUID() != uid {
-			t.Errorf("%s was created again after a restart", name)
-		}
-	}
+	r.noneMadeTwice()
 }
 
 func TestSuspendResume(t *testing.T) {
