@@ -539,9 +539,10 @@ func childDone(obj client.Object) bool {
 // never reconciled and nothing is created there, which lets the operator
 // run with Roles in those namespaces instead of a ClusterRole. None means
 // every namespace. Cached objects drop their managed fields, which the
-// operator never reads.
+// operator never reads, and cached children most of their specs
+// (trimChild).
 func CacheOptions(watchNamespaces []string) cache.Options {
-	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagerName})}
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagerName}), Transform: trimChild}
 	opts := cache.Options{
 		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: ours, &batchv1.Job{}: ours},
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -553,6 +554,44 @@ func CacheOptions(watchNamespaces []string) cache.Options {
 		}
 	}
 	return opts
+}
+
+// trimChild keeps of a cached Pod or Job what the controller reads: its
+// metadata but the managed fields, its status, and of its spec the
+// containers' names, the volumes that claim a PVC and whether a Job is
+// suspended. The operator only creates and deletes its children and never
+// writes back one it read, so the rest of a spec (commands, environment,
+// mounts, a Job's whole pod template), the largest part of every child of
+// every experiment, need not stay in memory. It keeps a trimmed object as
+// it is, for the informer may hand it one again.
+func trimChild(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.ManagedFields = nil
+		o.Spec = corev1.PodSpec{InitContainers: containerNames(o.Spec.InitContainers), Containers: containerNames(o.Spec.Containers), Volumes: claimVolumes(o.Spec.Volumes)}
+	case *batchv1.Job:
+		o.ManagedFields = nil
+		o.Spec = batchv1.JobSpec{Suspend: o.Spec.Suspend}
+	}
+	return obj, nil
+}
+
+func containerNames(cs []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range cs {
+		out = append(out, corev1.Container{Name: c.Name})
+	}
+	return out
+}
+
+func claimVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range vs {
+		if v.PersistentVolumeClaim != nil {
+			out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: v.PersistentVolumeClaim}})
+		}
+	}
+	return out
 }
 
 // SetupWithManager registers the controller and the owner index.

@@ -6,7 +6,9 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
@@ -142,4 +144,70 @@ func TestAJobSeenBeforeItsPodWaitsForIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTheCacheKeepsWhatTheControllerReads trims the children the operator
+// makes as its cache does, and checks that what observe reads of them
+// stays: the containers by name, the workspace's claim, a Job's suspension,
+// labels, annotations and status; and that the rest of a spec goes.
+func TestTheCacheKeepsWhatTheControllerReads(t *testing.T) {
+	ar := builder.MakeAutoResearch("x", "ns").GPUs(1).Obj()
+	ar.Status.Workspace = &v1alpha1.WorkspaceStatus{StartCommit: "c0"}
+	b := childBuilder{ar: ar, image: "operator:1"}
+	researcher, err := b.researcherPod(round.Action{Type: round.ActionRunResearcher, Round: 1, BaseCommit: "c0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := b.gpuJob(round.Action{Type: round.ActionRunTrain, Round: 1, Code: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Spec.Suspend = ptr.To(true)
+	job.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
+	jobPod := &corev1.Pod{ObjectMeta: job.Spec.Template.ObjectMeta, Spec: job.Spec.Template.Spec}
+	pods := []*corev1.Pod{b.initPod(), researcher, b.compliancePod(round.Action{Type: round.ActionCheckCompliance, Round: 1, BaseCommit: "c0"}), jobPod}
+	for _, pod := range pods {
+		pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: pod.Spec.Containers[0].Name}}}
+		out, err := trimChild(pod.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		trimmed := out.(*corev1.Pod)
+		name := pod.Labels[LabelStep]
+		if got, want := claimOf(trimmed), claimOf(pod); got != want {
+			t.Errorf("%s: claim %q, want %q", name, got, want)
+		}
+		if got, want := lastTerminated(trimmed), lastTerminated(pod); !equality.Semantic.DeepEqual(got, want) {
+			t.Errorf("%s: last container %+v, want %+v", name, got, want)
+		}
+		for i, c := range trimmed.Spec.Containers {
+			if c.Name != pod.Spec.Containers[i].Name || len(c.Command)+len(c.Env)+len(c.VolumeMounts) > 0 || c.Image != "" {
+				t.Errorf("%s: container %d kept %+v", name, i, c)
+			}
+		}
+		if !equality.Semantic.DeepEqual(trimmed.ObjectMeta, withoutManagedFields(pod.ObjectMeta)) || !equality.Semantic.DeepEqual(trimmed.Status, pod.Status) {
+			t.Errorf("%s: metadata or status changed", name)
+		}
+		again, _ := trimChild(trimmed.DeepCopy())
+		if !equality.Semantic.DeepEqual(again, trimmed) {
+			t.Errorf("%s: trimming a trimmed pod changed it", name)
+		}
+	}
+	if claimOf(pods[0]) == "" {
+		t.Error("the workspace pod claims no workspace: the test checks nothing of claims")
+	}
+	out, err := trimChild(job.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	trimmed := out.(*batchv1.Job)
+	if !ptr.Deref(trimmed.Spec.Suspend, false) || len(trimmed.Spec.Template.Spec.Containers) > 0 || len(trimmed.ManagedFields) > 0 {
+		t.Errorf("trimmed Job %+v", trimmed.Spec)
+	}
+}
+
+func withoutManagedFields(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m.ManagedFields = nil
+	return m
 }
