@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -18,6 +20,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,7 +76,10 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := newNamespace(b)
-	m := startManager(b)
+	writes := &writeCounter{by: map[string]int{}}
+	managerCfg := rest.CopyConfig(cfg)
+	managerCfg.Wrap(writes.wrap)
+	m := startManagerWith(b, managerCfg)
 	defer m.stop()
 
 	k := &benchKubelet{ns: ns, step: step, finished: map[string]time.Time{}, work: make(chan benchChild, 100000), done: make(chan struct{})}
@@ -133,17 +139,19 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	}
 	// The experiments are counted every few seconds: the CPU the
 	// benchmark measures is mostly the manager's, not this count's.
-	var largest int
+	var largest, judged int
 	for deadline := time.Now().Add(30 * time.Minute); ; time.Sleep(2 * time.Second) {
 		var list v1alpha1.AutoResearchList
 		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
 		}
 		done := 0
+		judged = 0
 		for _, ar := range list.Items {
 			if ar.Status.Phase == v1alpha1.PhaseSucceeded {
 				done++
 			}
+			judged += len(ar.Status.History)
 			data, _ := json.Marshal(ar.Status)
 			largest = max(largest, len(data))
 		}
@@ -176,7 +184,68 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	if len(lat) > 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(lat)), "cpu-ms/handoff")
 	}
+	if judged > 0 {
+		total, by := writes.counts()
+		b.ReportMetric(float64(total)/float64(judged), "api-writes/round")
+		b.Logf("the manager's API writes per judged round (%d rounds):\n%s", judged, by(judged))
+	}
 }
+
+// writeCounter counts the requests that change something (every method
+// but GET) a client makes, by method and resource.
+type writeCounter struct {
+	mu sync.Mutex
+	by map[string]int
+}
+
+func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet {
+			w.mu.Lock()
+			w.by[req.Method+" "+resourceOf(req.URL.Path)]++
+			w.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// counts is the number of writes, and a table of them by method and
+// resource, each divided by per.
+func (w *writeCounter) counts() (int, func(per int) string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	total, keys := 0, slices.Sorted(maps.Keys(w.by))
+	for _, k := range keys {
+		total += w.by[k]
+	}
+	by := maps.Clone(w.by)
+	return total, func(per int) string {
+		var s strings.Builder
+		for _, k := range keys {
+			fmt.Fprintf(&s, "  %-40s %6.2f\n", k, float64(by[k])/float64(per))
+		}
+		return s.String()
+	}
+}
+
+// resourceOf is the resource of an API path, with its subresource:
+// /api/v1/namespaces/n/pods/p/status is pods/status.
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if i := slices.Index(parts, "namespaces"); i >= 0 && i+2 < len(parts) {
+		parts = parts[i+2:]
+	} else if len(parts) > 0 {
+		parts = parts[len(parts)-1:]
+	}
+	if len(parts) == 3 {
+		return parts[0] + "/" + parts[2]
+	}
+	return parts[0]
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // writeHeapProfile writes the heap as it is with the manager still running
 // to the file BENCH_HEAP_PROFILE names, if any (go test's -memprofile is

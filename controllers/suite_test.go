@@ -122,7 +122,13 @@ type manager struct {
 // sees only those, as with --watch-namespaces.
 func startManager(t testing.TB, watchNamespaces ...string) *manager {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	return startManagerWith(t, cfg, watchNamespaces...)
+}
+
+// startManagerWith starts the manager with the client configuration c.
+func startManagerWith(t testing.TB, c *rest.Config, watchNamespaces ...string) *manager {
+	t.Helper()
+	mgr, err := ctrl.NewManager(c, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
