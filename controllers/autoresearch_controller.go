@@ -59,6 +59,10 @@ type AutoResearchReconciler struct {
 	stepResources corev1.ResourceRequirements
 	clock         clock.PassiveClock
 	concurrency   int
+	// reader reads a child that exists already from the API server: the
+	// manager caches only Pods and Jobs, and a cached read of any other
+	// kind would cache every object of that kind in the cluster.
+	reader client.Reader
 	// refused holds, by experiment, why the API server refused the child
 	// its step needs, until a create succeeds: the step waits for it, and
 	// the status says so.
@@ -106,7 +110,7 @@ func WithMaxConcurrentReconciles(n int) Option {
 // NewReconciler is the AutoResearch reconciler over a client, the scheme
 // its children are owned through and a recorder for its events.
 func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, opts ...Option) *AutoResearchReconciler {
-	r := &AutoResearchReconciler{Client: c, scheme: scheme, recorder: recorder, stepResources: DefaultStepResources(), clock: clock.RealClock{}, concurrency: 1}
+	r := &AutoResearchReconciler{Client: c, reader: c, scheme: scheme, recorder: recorder, stepResources: DefaultStepResources(), clock: clock.RealClock{}, concurrency: 1}
 	for _, opt := range opts {
 		opt(r)
 	}
@@ -117,8 +121,8 @@ func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.Even
 // +kubebuilder:rbac:groups=autoresearch.dev,resources=autoresearches/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=autoresearch.dev,resources=autoresearches/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;create
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -415,7 +419,7 @@ func (r *AutoResearchReconciler) create(ctx context.Context, ar *v1alpha1.AutoRe
 	if !ok {
 		return false, fmt.Errorf("%T is not a client.Object", obj)
 	}
-	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		return false, err
 	}
 	labels := existing.GetLabels()
@@ -596,6 +600,7 @@ func claimVolumes(vs []corev1.Volume) []corev1.Volume {
 
 // SetupWithManager registers the controller and the owner index.
 func (r *AutoResearchReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.reader = mgr.GetAPIReader()
 	ctx := context.Background()
 	index := func(obj client.Object) []string {
 		owner := metav1.GetControllerOf(obj)
