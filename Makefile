@@ -225,7 +225,7 @@ $(HELM):
 .PHONY: e2e
 e2e: ## Run the operator on a local control plane with a process-kubelet node, checked through kubectl (test/e2e).
 	hack/e2e/cluster.sh up
-	go test -tags e2e -count=1 -v -timeout 60m ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
+	go test -tags e2e -count=1 -v -parallel 2 -timeout 60m ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
 .PHONY: e2e-real
 e2e-real: ## Run TestRealNode and TestRealNodeGPUs on a real node (containerd, runc, a kubelet, a fake GPU device plugin; hack/e2e/real-node.sh) with the operator's image; not part of make test.

@@ -225,7 +225,7 @@ func TestBenchParallel(t *testing.T) {
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 
 	start := time.Now()
 	var reports []cellReport

@@ -48,7 +48,7 @@ func TestCandidatesOnCluster(t *testing.T) {
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	repo := toyRepo(t, candidatesToy)
 	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
 	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
@@ -182,7 +182,7 @@ func TestPipelineOnCluster(t *testing.T) {
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	repo := toyRepo(t, pipelineToy)
 	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
 	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,6 +115,17 @@ func jobs(t testing.TB) []batchv1.Job {
 	return list.Items
 }
 
+// parallel lets the test run beside the other parallel ones (make e2e
+// runs two at a time), once the tests that are not parallel have ended: a
+// test may be parallel when its experiments, namespaces and assertions are
+// its own, and it neither needs every GPU of the node, nor counts on
+// running Jobs at once, nor stops the manager mid-run. Every test's manager
+// reconciles every experiment: the one that holds the leader lease does
+// the work, and gives the lease up to the next one when its test ends.
+func parallel(t *testing.T) {
+	t.Parallel()
+}
+
 // install applies the CRD and the operator's RBAC from config/default,
 // leaving out the Deployment: the manager runs as a local process.
 func install(t *testing.T) {
@@ -150,7 +162,7 @@ type manager struct {
 
 func (m *manager) start() {
 	m.n++
-	log, err := os.Create(filepath.Join(e2eDir, "logs", fmt.Sprintf("manager-%d.log", m.n)))
+	log, err := os.Create(filepath.Join(e2eDir, "logs", fmt.Sprintf("manager-%s-%d.log", strings.ReplaceAll(m.t.Name(), "/", "_"), m.n)))
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -165,6 +177,29 @@ func (m *manager) start() {
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatal(err)
 	}
+}
+
+// stop ends the manager as a rollout would, with SIGTERM: it gives up its
+// leader lease, so that the next manager need not wait for the lease to
+// expire.
+func (m *manager) stop() {
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan struct{})
+	go func() {
+		_ = m.cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute):
+		m.t.Errorf("the manager did not stop within a minute of SIGTERM")
+		_ = m.cmd.Process.Kill()
+		<-exited
+	}
+	m.cmd = nil
 }
 
 // kill stops the manager without a chance to clean up.
@@ -359,7 +394,7 @@ func TestExperimentOnCluster(t *testing.T) {
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	repo := sourceRepo(t, "tiny-lm-go")
 	w := watch()
 	start := time.Now()
@@ -481,6 +516,7 @@ func TestExperimentOnCluster(t *testing.T) {
 // TestPyTorchExampleOnCluster runs examples/nanogpt-torch, with its kernel
 // parity target, where this machine has PyTorch (Debian's python3-torch).
 func TestPyTorchExampleOnCluster(t *testing.T) {
+	parallel(t)
 	const torchName = "torch"
 	python := "/usr/bin/python3"
 	if exec.Command(python, "-c", "import torch").Run() != nil {
@@ -492,7 +528,7 @@ func TestPyTorchExampleOnCluster(t *testing.T) {
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	repo := sourceRepo(t, "nanogpt-torch")
 	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
@@ -592,11 +628,12 @@ func runningPod(t testing.TB, what, labels string, timeout time.Duration) *corev
 // neither is the candidate's doing, so each step runs again and the round
 // is judged on what the new pods do.
 func TestDisruptionIsRetried(t *testing.T) {
+	parallel(t)
 	const n = "disrupted"
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	repo := sourceRepo(t, "tiny-lm-go")
 	// The Researcher and training wait 20s before their work: time to
 	// take their pods away while they run.
@@ -670,11 +707,12 @@ func TestDisruptionIsRetried(t *testing.T) {
 // time than its baseline takes: no round starts, the experiment ends with
 // reason BudgetExhausted, and raising the budget runs the rounds it allows.
 func TestABudgetStopsTheLoopAndRaisingItResumes(t *testing.T) {
+	parallel(t)
 	const n = "budgeted"
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	repo := sourceRepo(t, "tiny-lm-go")
 	kubectl(t, manifestFor(n, repo, 1, 0)+"  budget: {gpuHours: \"0.0001\"}\n", "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
@@ -706,11 +744,12 @@ func TestABudgetStopsTheLoopAndRaisingItResumes(t *testing.T) {
 // evaluation through spec.train.podTemplate, with shm, on the node: the
 // training command fails unless it can read the dataset.
 func TestADatasetReachesTraining(t *testing.T) {
+	parallel(t)
 	const n = "dataset"
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	repo := sourceRepo(t, "tiny-lm-go")
 	kubectl(t, fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap

@@ -59,6 +59,7 @@ echo "holdout_score: $s.918273"
 // and neither the workspace volume, which every Researcher mounts, nor any
 // other pod's spec holds the holdout's values, data, script or directory.
 func TestHoldoutOnCluster(t *testing.T) {
+	parallel(t)
 	const (
 		n      = "holdout"
 		hidden = "/srv/hidden-holdout-q9"
@@ -67,7 +68,7 @@ func TestHoldoutOnCluster(t *testing.T) {
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	repo := toyRepo(t, holdoutToy)
 	script, err := json.Marshal(holdoutScript)
 	if err != nil {

@@ -63,7 +63,7 @@ func TestTorchrunOnEightGPUs(t *testing.T) {
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 
 	// Forty steps rather than two hundred: the eight processes share this
 	// machine's cores, and most of their time is importing torch.

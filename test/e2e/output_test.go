@@ -17,10 +17,11 @@ import (
 // Secret holds it ends with the remote's branch on its ledger commit, the
 // other's pushes fail with a PushFailed event, and it succeeds all the same.
 func TestOutputGitPushesToARemote(t *testing.T) {
+	parallel(t)
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	const token = "e2e-t0ken"
 	remote := gittest.NewHTTPRemote(t, token)
 	repo := sourceRepo(t, "tiny-lm-go")

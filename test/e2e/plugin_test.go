@@ -60,6 +60,7 @@ func (p plugin) run(dir string, args ...string) string {
 // diffs from the workspace volume, each through a reader pod that is gone
 // afterwards.
 func TestKubectlPlugin(t *testing.T) {
+	parallel(t)
 	const n = "plugged"
 	// Built first: the note must reach the experiment before its last
 	// round starts.
@@ -67,7 +68,7 @@ func TestKubectlPlugin(t *testing.T) {
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	repo := sourceRepo(t, "tiny-lm-go")
 	kubectl(t, manifestFor(n, repo, 2, 0), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")

@@ -22,6 +22,7 @@ import (
 // operator must state them for every container of its own image: the
 // clone, the file check, the git steps and the init containers.
 func TestQuotaAdmitsEveryStep(t *testing.T) {
+	parallel(t)
 	const (
 		n         = "quota"
 		namespace = "e2e-quota"
@@ -53,7 +54,7 @@ spec:
 
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 	spec := strings.Replace(manifestFor(n, sourceRepo(t, "tiny-lm-go"), 2, 0), "namespace: "+ns+"}", "namespace: "+namespace+"}", 1)
 	const resources = `    resources:
       requests: {cpu: 500m, memory: 512Mi}

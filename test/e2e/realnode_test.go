@@ -164,7 +164,7 @@ func TestRealNode(t *testing.T) {
 	install(t)
 	m := &manager{t: t, image: operatorImage}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 
 	repos := t.TempDir()
 	repo := sourceRepo(t, "tiny-lm-go")

@@ -122,10 +122,11 @@ func attackScript(t *testing.T, name string) string {
 // plants touches a marker file here when it runs. Then it checks each
 // round's verdict and what is left in the workspace.
 func TestAttacksOnCluster(t *testing.T) {
+	parallel(t)
 	install(t)
 	m := &manager{t: t}
 	m.start()
-	defer m.kill()
+	defer m.stop()
 
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "planted-command-ran")
