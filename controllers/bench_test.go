@@ -342,7 +342,7 @@ func (k *benchKubelet) finish(ctx context.Context, b *testing.B, c benchChild) {
 		msg = result(b, steps.EvalResult{Found: true, Value: value})
 	case stepGit:
 		msg = result(b, steps.GitResult{Commit: "c" + c.meta.GetLabels()[LabelRound]})
-	case stepFinish, stepResearcher:
+	case stepResearcher:
 	default:
 		return
 	}
@@ -352,14 +352,10 @@ func (k *benchKubelet) finish(ctx context.Context, b *testing.B, c benchChild) {
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		if step == stepFinish {
-			return
-		}
-		terminate(b, o.DeepCopy(), 0, msg)
+		terminate(b, o, 0, msg)
 	case *batchv1.Job:
-		job := o.DeepCopy()
-		terminate(b, runJobPod(b, job, ""), 0, msg)
-		completeJob(b, job, true, "")
+		terminate(b, runJobPod(b, o, ""), 0, msg)
+		completeJob(b, o, true, "")
 	default:
 		return
 	}
