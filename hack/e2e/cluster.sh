@@ -154,7 +154,10 @@ provisioner: autoresearch.dev/process-kubelet
 volumeBindingMode: Immediate
 reclaimPolicy: Retain
 SC
-    start process-kubelet env KUBECONFIG="$kc" "$E2E_DIR/process-kubelet" \
+    # Containers get the host's Go caches, as a Go image's ENV would name
+    # its own: without them every step that runs `go run` under the HOME
+    # the operator gives it builds the example from nothing.
+    start process-kubelet env KUBECONFIG="$kc" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" "$E2E_DIR/process-kubelet" \
       --node-name process-node --gpus "$E2E_GPUS" --state-dir "$E2E_DIR/state/node" \
       --image-file "/autoresearch=$E2E_DIR/autoresearch" \
       --listen-address "127.0.0.1:$KUBELET_PORT" --tls-cert-file "$pki/apiserver.crt" \
