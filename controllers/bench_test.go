@@ -185,9 +185,9 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(lat)), "cpu-ms/handoff")
 	}
 	if judged > 0 {
-		total, by := writes.counts()
-		b.ReportMetric(float64(total)/float64(judged), "api-writes/round")
-		b.Logf("the manager's API writes per judged round (%d rounds):\n%s", judged, by(judged))
+		total, table := writes.perRound(judged)
+		b.ReportMetric(total, "api-writes/round")
+		b.Logf("the manager's API writes per judged round (%d rounds):\n%s", judged, table)
 	}
 }
 
@@ -209,23 +209,19 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
-// counts is the number of writes, and a table of them by method and
-// resource, each divided by per.
-func (w *writeCounter) counts() (int, func(per int) string) {
+// perRound is the number of writes per round over rounds, and a table of
+// them by method and resource.
+func (w *writeCounter) perRound(rounds int) (float64, string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	total, keys := 0, slices.Sorted(maps.Keys(w.by))
-	for _, k := range keys {
-		total += w.by[k]
+	var total float64
+	var table strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(w.by)) {
+		n := float64(w.by[k]) / float64(rounds)
+		total += n
+		fmt.Fprintf(&table, "  %-40s %6.2f\n", k, n)
 	}
-	by := maps.Clone(w.by)
-	return total, func(per int) string {
-		var s strings.Builder
-		for _, k := range keys {
-			fmt.Fprintf(&s, "  %-40s %6.2f\n", k, float64(by[k])/float64(per))
-		}
-		return s.String()
-	}
+	return total, table.String()
 }
 
 // resourceOf is the resource of an API path, with its subresource:
