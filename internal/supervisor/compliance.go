@@ -32,7 +32,7 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 	if err := keepCandidateRef(ws, stateDir, round, candidate); err != nil {
 		return steps.ComplianceResult{}, err
 	}
-	return checkSealed(ctx, ws, spec, round, base, start, stateDir, candidate, ws.Dir)
+	return checkSealed(ctx, ws.CheckCompliance, ws, spec, round, base, start, stateDir, candidate, ws.Dir)
 }
 
 // CheckCandidateCompliance is CheckCompliance for candidate (a, b, …; ""
@@ -42,7 +42,9 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 // Researchers held against every candidate of the round. A candidate whose
 // Researcher started from sealBase, which base has moved on from, is
 // sealed there and carried onto base first; one that conflicts there is
-// not judged, and its result names the conflict.
+// not judged, and its result names the conflict. The worktree's HEAD is
+// not the candidate's to keep: its Researcher never had the worktree, and
+// the supervisor may be committing another round there meanwhile.
 func CheckCandidateCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, candidate, root, sealBase, base, start, stateDir string) (steps.ComplianceResult, error) {
 	on := cmp.Or(sealBase, base)
 	commit, err := ws.SealDir(ctx, round, candidate, on, root)
@@ -56,7 +58,7 @@ func CheckCandidateCompliance(ctx context.Context, ws *workspace.Workspace, spec
 		}
 		commit = carried
 	}
-	return checkSealed(ctx, ws, spec, round, base, start, stateDir, commit, filepath.Join(root, filepath.FromSlash(ws.Subdir)))
+	return checkSealed(ctx, ws.CheckChanges, ws, spec, round, base, start, stateDir, commit, filepath.Join(root, filepath.FromSlash(ws.Subdir)))
 }
 
 // CheckCombinedCompliance is CheckCompliance for candidate, the one
@@ -69,19 +71,20 @@ func CheckCombinedCompliance(ctx context.Context, ws *workspace.Workspace, spec 
 	if err != nil || len(conflicts) > 0 {
 		return steps.ComplianceResult{Conflict: strings.Join(conflicts, ", ")}, err
 	}
-	return checkSealed(ctx, ws, spec, round, base, start, stateDir, commit, "")
+	return checkSealed(ctx, ws.CheckCompliance, ws, spec, round, base, start, stateDir, commit, "")
 }
 
 // checkSealed judges the sealed candidate of round, whose Researcher worked
-// in the experiment directory dir; "" for a candidate no Researcher made.
-func checkSealed(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, base, start, stateDir, candidate, dir string) (steps.ComplianceResult, error) {
+// in the experiment directory dir ("" for a candidate no Researcher made),
+// by the file rules of judge.
+func checkSealed(ctx context.Context, judge func(ctx context.Context, base, candidate string, fixed, variable []string) (workspace.ComplianceReport, error), ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, base, start, stateDir, candidate, dir string) (steps.ComplianceResult, error) {
 	// Helper files that kept rounds added belong to the Researcher too.
 	helpers, err := ws.HelperFiles(ctx, start)
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}
 	variable := append(v1alpha1.Strings(spec.Variable.Files), helpers...)
-	report, err := ws.CheckCompliance(ctx, base, candidate, v1alpha1.Strings(spec.Fixed.Files), variable)
+	report, err := judge(ctx, base, candidate, v1alpha1.Strings(spec.Fixed.Files), variable)
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}

@@ -145,3 +145,41 @@ func TestCheckParityReportsABrokenInterpreter(t *testing.T) {
 		t.Errorf("a missing interpreter gave no error, result %+v", res)
 	}
 }
+
+// TestCheckCandidateComplianceWhileTheSupervisorCommits checks a candidate
+// of a round started early (spec.pipeline) after the round before it
+// committed: the worktree's HEAD moved on from the candidate's base, by the
+// supervisor's hand, which is no violation of the candidate's; a fixed
+// file it changed still is.
+func TestCheckCandidateComplianceWhileTheSupervisorCommits(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit          map[string]string
+		wantViolation string
+	}{
+		"variable file changed": {edit: map[string]string{"exp/train.sh": "#!/bin/sh\nSCORE=30\n"}},
+		"fixed file changed":    {edit: map[string]string{"exp/eval.sh": "echo score: 99\n"}, wantViolation: "eval.sh"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			ws, res := newWorkspace(t)
+			root := filepath.Join(t.TempDir(), "r2")
+			if err := PrepareCandidate(ctx, ws, 2, res.StartCommit, root); err != nil {
+				t.Fatal(err)
+			}
+			writeFiles(t, root, tc.edit)
+			writeFiles(t, ws.Dir, map[string]string{"train.sh": "#!/bin/sh\nSCORE=20\n"})
+			head := keep(t, ws, 1, res.StartCommit, "round 1, committed while round 2 researched")
+
+			got, err := CheckCandidateCompliance(ctx, ws, toySpec(), 2, "", root, "", res.StartCommit, res.StartCommit, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantViolation == "" && got.Violation != "" {
+				t.Errorf("violation %q, want none: HEAD is on %s, where the supervisor put it", got.Violation, head)
+			}
+			if tc.wantViolation != "" && (!strings.Contains(got.Violation, tc.wantViolation) || strings.Contains(got.Violation, "HEAD")) {
+				t.Errorf("violation %q, want one naming %s and not HEAD", got.Violation, tc.wantViolation)
+			}
+		})
+	}
+}

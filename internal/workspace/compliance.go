@@ -84,6 +84,19 @@ func (r ComplianceReport) Summary() string {
 // name looks like evaluation code; a symbolic link; and a file that
 // configures git. New files are otherwise allowed helpers.
 func (w *Workspace) CheckCompliance(ctx context.Context, base, candidate string, fixed, variable []string) (ComplianceReport, error) {
+	return w.checkCompliance(ctx, base, candidate, fixed, variable, true)
+}
+
+// CheckChanges is CheckCompliance for a candidate whose Researcher worked
+// in a copy of its own, never in the worktree: it judges the change from
+// base to candidate alone. The worktree's HEAD is the supervisor's, which
+// may have moved on meanwhile, as when spec.pipeline checks the next
+// round's candidates while this round commits.
+func (w *Workspace) CheckChanges(ctx context.Context, base, candidate string, fixed, variable []string) (ComplianceReport, error) {
+	return w.checkCompliance(ctx, base, candidate, fixed, variable, false)
+}
+
+func (w *Workspace) checkCompliance(ctx context.Context, base, candidate string, fixed, variable []string, worktree bool) (ComplianceReport, error) {
 	baseCommit, err := revParse(ctx, w.Root, base)
 	if err != nil {
 		return ComplianceReport{}, fmt.Errorf("compliance base: %w", err)
@@ -93,8 +106,10 @@ func (w *Workspace) CheckCompliance(ctx context.Context, base, candidate string,
 		return ComplianceReport{}, fmt.Errorf("compliance candidate: %w", err)
 	}
 	var report ComplianceReport
-	if report.HeadMoved, err = w.headMoved(ctx, baseCommit); err != nil {
-		return ComplianceReport{}, err
+	if worktree {
+		if report.HeadMoved, err = w.headMoved(ctx, baseCommit); err != nil {
+			return ComplianceReport{}, err
+		}
 	}
 	if report.HeadMoved != "" {
 		report.Violations = append(report.Violations, Violation{
