@@ -104,7 +104,7 @@ exit $?`
 
 // nsMountInit is nsInit for a step with mounts: its arguments after the
 // command are pairs of ro or rw and a path, applied in order. Each path is
-// bound onto itself (or, for hide:<file>, file is bound onto it) and
+// bound onto itself (or, for hide:<empty>, the empty file or directory is bound onto it) and
 // remounted read-only or read-write (read-only for hide), keeping the
 // flags it had (nosuid, nodev, …: a user namespace may not drop them). A
 // mount that fails fails the step before its command runs. The init enters
@@ -133,8 +133,9 @@ exit $?`
 type Mount struct {
 	Path     string
 	ReadOnly bool
-	// Hide, when set, is an empty file bound read-only over Path, a file,
-	// so that the step reads nothing there.
+	// Hide, when set, is an empty file or directory bound read-only over
+	// Path, a file or directory of the same kind, so that the step reads
+	// and writes nothing there.
 	Hide string
 }
 

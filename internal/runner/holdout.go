@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
@@ -120,10 +121,16 @@ func (x *Experiment) startedHoldout(started *v1alpha1.AutoResearchSpec) error {
 
 // checkHoldoutFile refuses an experiment file that names a holdout and is
 // tracked in the repository: every checkout, the Researcher's worktree
-// first, would hold it.
+// first, would hold it; and a holdout directory that is missing, or that
+// holds or lies in the repository or the worktree, where the steps that
+// may not see it work.
 func (x *Experiment) checkHoldoutFile(ctx context.Context) error {
-	if x.Object.Spec.Holdout == nil {
+	h := x.Object.Spec.Holdout
+	if h == nil {
 		return nil
+	}
+	if err := x.checkHoldoutDir(h.Dir); err != nil {
+		return err
 	}
 	rel, err := filepath.Rel(x.Repo, x.File)
 	if err != nil {
@@ -134,6 +141,37 @@ func (x *Experiment) checkHoldoutFile(ctx context.Context) error {
 			"untrack it (git rm --cached %s, and ignore it) or keep the experiment file out of git", x.File, rel)
 	}
 	return nil
+}
+
+func (x *Experiment) checkHoldoutDir(dir string) error {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("spec.holdout.dir %s is not a directory on this machine: it holds the holdout's command files and data", dir)
+	}
+	for _, p := range []struct{ what, path string }{{"repository", x.Repo}, {"worktree", x.Worktree}} {
+		if overlaps(dir, p.path) {
+			return fmt.Errorf("spec.holdout.dir %s and the experiment's %s %s lie one in the other: the holdout must be out of every other step's sight, "+
+				"in a directory of its own outside both", dir, p.what, p.path)
+		}
+	}
+	return nil
+}
+
+// overlaps says whether one of the paths a and b is the other or lies in
+// it, as their absolute forms with symbolic links resolved say.
+func overlaps(a, b string) bool {
+	resolve := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		abs, _ := filepath.Abs(p)
+		return abs
+	}
+	a, b = resolve(a), resolve(b)
+	within := func(p, dir string) bool {
+		rel, err := filepath.Rel(dir, p)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	}
+	return within(a, b) || within(b, a)
 }
 
 // runHoldout runs the hidden holdout evaluation in a fresh checkout of the
@@ -169,7 +207,7 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := l.stepMounts(ctx, run)
+	mounts, err := l.experimentMounts(ctx, run)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,9 @@ echo "holdout_score: $s.918273"
 // evaluation but not the hidden holdout is overfit and rolled back, the
 // user sees the holdout's trend, and nothing a Researcher can read — its
 // environment, its worktree, the supervisor's state, the logs, the
-// experiment file — holds the holdout's values, data, command or directory.
+// experiment file — holds the holdout's values, data or command, nor, but
+// for the mount table, where the empty directory bound over it shows, its
+// directory.
 func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 	hidden := filepath.Join(t.TempDir(), "hidden-holdout-q9")
 	if err := os.MkdirAll(hidden, 0o755); err != nil {
@@ -117,11 +120,26 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 			t.Fatalf("the Researcher did not look around: %v", err)
 		}
 	}
-	secrets := []string{"918273", "HOLDOUT-ROWS-5b2e", "hidden-holdout-q9", "holdout.sh", "scoring"}
+	secrets := []string{"918273", "HOLDOUT-ROWS-5b2e", "holdout.sh", "scoring"}
 	// The worktree holds the supervisor's state, the ledger, the logs, the
 	// steps' checkouts and what the Researcher wrote.
 	if scanned := gittest.ScanForSecrets(t, x.Worktree, secrets); scanned < 20 {
 		t.Errorf("scanned only %d files", scanned)
+	}
+	// The holdout's directory is a mount point, empty, where a step looks:
+	// the mount table names it, and nothing else does.
+	err = filepath.WalkDir(x.Worktree, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if strings.Contains(string(data), "hidden-holdout-q9") && (!ReadOnlyMounts() || d.Name() != "mountinfo.txt") {
+			t.Errorf("%s names the holdout's directory", p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	// Without read-only mounts, a step can read the user's experiment file
 	// by path: docs/security.md says so.
@@ -133,5 +151,93 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 	// The holdout's log and checkout are in its own directory.
 	if log := readFile(t, filepath.Join(x.HoldoutStateDir(), "r2.log")); !strings.Contains(log, "holdout_score: 1.918273") {
 		t.Errorf("the holdout's log %q", log)
+	}
+}
+
+// hidingPlan is an attack on the holdout by a Researcher that found where
+// it lies (HOLDOUT_PROBE): it lists the holdout's directory and rewrites
+// its command to print a fine value whatever the model, and its training
+// does the same.
+const hidingPlan = `rounds:
+  - strategy: "raise SCORE to 30 and make the holdout agree"
+    run:
+      - |-
+        ls -A "$HOLDOUT_PROBE" > "$AUTORESEARCH_LOG_DIR/holdout-listing.txt" 2>&1 || true
+        printf 'echo "holdout_score: 99"\n' > "$HOLDOUT_PROBE/holdout.sh" || true
+    edits:
+      - file: train.sh
+        old: "SCORE=10"
+        new: |-
+          SCORE=30
+          echo "holdout entries: $(ls -A "$HOLDOUT_PROBE" 2>/dev/null | wc -l)"
+          printf 'echo "holdout_score: 99"\n' > "$HOLDOUT_PROBE/holdout.sh" || true
+`
+
+// TestHoldoutIsOutOfTheStepsSight: with read-only mounts, neither the
+// Researcher nor training sees or changes spec.holdout.dir, even when it
+// knows the path; the overfit candidate stays overfit.
+func TestHoldoutIsOutOfTheStepsSight(t *testing.T) {
+	if !ReadOnlyMounts() {
+		t.Skip("hiding the holdout's directory takes read-only mounts, which this machine does not allow")
+	}
+	hidden := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hidden, "holdout.sh"), []byte(holdoutScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hidden, "data.txt"), []byte("HOLDOUT-ROWS-5b2e\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOLDOUT_PROBE", hidden)
+	files := toyFiles(hidingPlan, `  holdout:
+    command: 'sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"'
+    metric: holdout_score
+    dir: `+hidden+`
+`)
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
+	files[".gitignore"] = "out.txt\nexperiment.yaml\n"
+	x := load(t, newRepo(t, files))
+
+	st, out := run(t, x, Options{})
+
+	if diff := cmp.Diff([]string{"0:baseline", "1:overfit"}, verdicts(ledger(t, x))); diff != "" {
+		t.Errorf("ledger verdicts (-want +got):\n%s\n%s", diff, out)
+	}
+	if got := readFile(t, filepath.Join(hidden, "holdout.sh")); got != holdoutScript {
+		t.Errorf("a step rewrote the holdout's command:\n%s", got)
+	}
+	if got := readFile(t, filepath.Join(x.StateDir(), "round-1", "holdout-listing.txt")); got != "" {
+		t.Errorf("the Researcher listed the holdout's directory:\n%s", got)
+	}
+	if log := readFile(t, filepath.Join(x.StateDir(), "round-1", "train.log")); !strings.Contains(log, "holdout entries: 0\n") {
+		t.Errorf("training saw the holdout's directory:\n%s", log)
+	}
+	if st.Holdout == nil || len(st.Holdout.Readings) != 2 || st.Holdout.Readings[1].Value != "1.918273" {
+		t.Errorf("status.holdout %+v, want round 1 measured by the holdout's own command", st.Holdout)
+	}
+}
+
+// TestHoldoutDirMustStandApart: the holdout's directory, which every step
+// but the holdout's finds empty, may neither hold nor lie in the
+// repository or the worktree, and must exist.
+func TestHoldoutDirMustStandApart(t *testing.T) {
+	top := t.TempDir()
+	x := &Experiment{Repo: filepath.Join(top, "repo"), Worktree: filepath.Join(top, "worktree")}
+	apart := filepath.Join(top, "holdout")
+	for _, d := range []string{x.Repo, x.Worktree, apart, filepath.Join(x.Repo, "holdout")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for dir, want := range map[string]string{
+		apart:                            "",
+		filepath.Join(top, "missing"):    "is not a directory",
+		filepath.Join(x.Repo, "holdout"): "repository",
+		top:                              "repository",
+		x.Worktree:                       "worktree",
+	} {
+		err := x.checkHoldoutDir(dir)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("holdout dir %s: %v, want an error naming %q", dir, err, want)
+		}
 	}
 }

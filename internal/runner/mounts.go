@@ -53,22 +53,34 @@ func (l *Local) researcherGoEnvFile() (string, error) {
 // stepMounts keep everything of the experiment read-only for training and
 // evaluation — the user's repository, its git directory, the worktree with
 // the supervisor's state, the ledger and the logs — but run, the step's own
-// checkout.
+// checkout; and hide the holdout (hiding).
 func (l *Local) stepMounts(ctx context.Context, run string) ([]Mount, error) {
+	mounts, err := l.experimentMounts(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	return l.hiding(mounts)
+}
+
+// experimentMounts are stepMounts without the holdout hidden, with run
+// last.
+func (l *Local) experimentMounts(ctx context.Context, run string) ([]Mount, error) {
 	common, err := l.gitCommonDir(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return l.hiding([]Mount{
+	return []Mount{
 		{Path: l.x.Repo, ReadOnly: true},
 		{Path: common, ReadOnly: true},
 		{Path: l.ws.Root, ReadOnly: true},
 		{Path: run},
-	})
+	}, nil
 }
 
-// hiding adds to mounts the empty file bound over the experiment file when
-// it names a hidden holdout, which no step but the holdout's may read.
+// hiding adds to mounts, when the experiment has a hidden holdout, which
+// no step but the holdout's may read or write, an empty file bound over
+// the experiment file, which names it, and an empty directory bound over
+// spec.holdout.dir, which holds its command, data, state and logs.
 func (l *Local) hiding(mounts []Mount) ([]Mount, error) {
 	if l.spec.Holdout == nil {
 		return mounts, nil
@@ -77,7 +89,11 @@ func (l *Local) hiding(mounts []Mount) ([]Mount, error) {
 	if err := os.WriteFile(empty, nil, 0o444); err != nil && !errors.Is(err, os.ErrPermission) {
 		return nil, err
 	}
-	return append(mounts, Mount{Path: l.x.File, Hide: empty}), nil
+	emptyDir := filepath.Join(l.ws.StateDir(), "hidden-dir")
+	if err := os.MkdirAll(emptyDir, 0o555); err != nil {
+		return nil, err
+	}
+	return append(mounts, Mount{Path: l.x.File, Hide: empty}, Mount{Path: l.spec.Holdout.Dir, Hide: emptyDir}), nil
 }
 
 // gitCommonDir is the repository's git directory, which need not be in the
