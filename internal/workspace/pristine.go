@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -82,7 +83,7 @@ func (w *Workspace) CheckPristine(ctx context.Context, base, cand string, fixed,
 	if err != nil {
 		return nil, err
 	}
-	violations = append(violations, p.pythonShadows(changes, imports)...)
+	violations = append(violations, p.pythonShadows(changes, imports, w.PythonModules)...)
 	regions, err := w.checkRegions(ctx, base, cand, changes, fixed)
 	if err != nil {
 		return nil, err
@@ -280,9 +281,34 @@ func (w *Workspace) pythonImports(ctx context.Context, fixedFiles []treeEntry) (
 var startupModules = map[string]bool{"sitecustomize": true, "usercustomize": true}
 
 // pythonShadows refuses a new module or package directory that shadows an
-// import of a fixed Python file, and anywhere a new or changed Python
-// start-up file: sitecustomize, usercustomize or a .pth file.
-func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]string) []Violation {
+// import of a fixed Python file, or a module of the standard library or of
+// installed (the evaluation's Python's packages) where that Python looks
+// first: the experiment directory and the directory of a fixed Python
+// file, since fixed code imports such modules through the modules it
+// imports, whether or not it names them. Anywhere it refuses a new or
+// changed Python start-up file (sitecustomize, usercustomize or a .pth
+// file) and compiled Python, which Python may load instead of the source.
+func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]string, installed map[string]bool) []Violation {
+	firstDirs := map[string]bool{".": true}
+	for _, f := range p.fixedFiles {
+		if path.Ext(f.rel) == ".py" {
+			firstDirs[path.Dir(f.rel)] = true
+		}
+	}
+	// shadowed names what a new module name in dir shadows, "" for nothing.
+	shadowed := func(dir, name string) string {
+		if fixed, ok := imports[[2]string{dir, name}]; ok {
+			return "module " + name + ", which fixed file " + fixed + " imports"
+		}
+		switch {
+		case !firstDirs[dir]:
+		case pythonStdlib[name]:
+			return "the standard library's module " + name + ", which fixed Python code imports through the modules it imports"
+		case installed[name]:
+			return "the installed module " + name + ", which fixed Python code may import through the modules it imports"
+		}
+		return ""
+	}
 	var out []Violation
 	for _, c := range changes {
 		if c.kind == ChangeDeleted || (c.inside && p.variable[c.rel]) {
@@ -292,13 +318,17 @@ func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]stri
 			out = append(out, v)
 			continue
 		}
+		if v, ok := bytecodeFile(c); ok {
+			out = append(out, v)
+			continue
+		}
 		if !c.inside || c.kind != ChangeAdded {
 			continue
 		}
 		if name := pythonModuleName(path.Base(c.rel)); name != "" {
-			if fixed, ok := imports[[2]string{path.Dir(c.rel), name}]; ok {
+			if what := shadowed(path.Dir(c.rel), name); what != "" {
 				out = append(out, Violation{Path: c.rel, Reason: fmt.Sprintf(
-					"new file %s shadows module %s, which fixed file %s imports; the evaluation must import what the start commit gave it", c.rel, name, fixed)})
+					"new file %s shadows %s; the evaluation must import what the start commit gave it", c.rel, what)})
 				continue
 			}
 		}
@@ -314,14 +344,26 @@ func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]stri
 			if i > 0 {
 				parent = strings.Join(segs[:i], "/")
 			}
-			if fixed, ok := imports[[2]string{parent, segs[i]}]; ok {
+			if what := shadowed(parent, segs[i]); what != "" {
 				out = append(out, Violation{Path: c.rel, Reason: fmt.Sprintf(
-					"new package directory %s/ (with %s) shadows module %s, which fixed file %s imports; the evaluation must import what the start commit gave it", dir, c.rel, segs[i], fixed)})
+					"new package directory %s/ (with %s) shadows %s; the evaluation must import what the start commit gave it", dir, c.rel, what)})
 			}
 			break
 		}
 	}
 	return out
+}
+
+// bytecodeFile judges compiled Python: a .pyc or .pyo file, or any file in
+// a __pycache__ directory, which Python loads instead of a module's source,
+// unchecked when it was compiled so.
+func bytecodeFile(c treeChange) (Violation, bool) {
+	lower := strings.ToLower(c.rel)
+	if !strings.HasSuffix(lower, ".pyc") && !strings.HasSuffix(lower, ".pyo") && !slices.Contains(strings.Split(lower, "/"), "__pycache__") {
+		return Violation{}, false
+	}
+	return Violation{Path: c.rel, Reason: fmt.Sprintf(
+		"%s %s, compiled Python, which Python may run instead of a module's source; a candidate may not add or change one", c.kind, c.rel)}, true
 }
 
 // startupFile judges a Python start-up file, which runs before any fixed

@@ -171,13 +171,53 @@ func TestPristineRules(t *testing.T) {
 				"torch/nn.py":                          "shadows module torch, which fixed file eval/metric.py imports",
 			},
 		},
-		"Python modules that shadow nothing": {
+		"Python modules that shadow what fixed code imports through other modules": {
+			edit: func(t *testing.T, w *Workspace) {
+				// argparse imports gettext, torch imports typing_extensions.
+				w.PythonModules = map[string]bool{"typing_extensions": true, "filelock": true}
+				writeFiles(t, w.Dir, map[string]string{
+					"gettext.py":             "import builtins\n",
+					"typing_extensions.py":   "",
+					"locale/__init__.py":     "",
+					"filelock/__init__.py":   "",
+					"asyncio.cpython-311.so": "\x7fELF",
+				})
+			},
+			want: map[string]string{
+				"gettext.py":             "new file gettext.py shadows the standard library's module gettext",
+				"typing_extensions.py":   "shadows the installed module typing_extensions",
+				"locale/__init__.py":     "new package directory locale/ (with locale/__init__.py) shadows the standard library's module locale",
+				"filelock/__init__.py":   "shadows the installed module filelock",
+				"asyncio.cpython-311.so": "shadows the standard library's module asyncio",
+			},
+		},
+		"compiled Python": {
 			edit: func(t *testing.T, w *Workspace) {
 				writeFiles(t, w.Dir, map[string]string{
-					"helpers.py":     "", // the fixed file imports eval's helpers, relatively
-					"model/new.py":   "", // model/ is the Researcher's package already
-					"sub/numpy.py":   "", // not where Python looks
-					"torchvision.py": "",
+					"__pycache__/evaluate.cpython-311.pyc": "\x00",
+					"model/__pycache__/notes.txt":          "",
+					"legacy.pyc":                           "\x00",
+					"tools/old.PYO":                        "\x00",
+				})
+			},
+			want: map[string]string{
+				"__pycache__/evaluate.cpython-311.pyc": "added __pycache__/evaluate.cpython-311.pyc, compiled Python",
+				"model/__pycache__/notes.txt":          "compiled Python",
+				"legacy.pyc":                           "compiled Python",
+				"tools/old.PYO":                        "compiled Python",
+			},
+		},
+		"Python modules that shadow nothing": {
+			edit: func(t *testing.T, w *Workspace) {
+				w.PythonModules = map[string]bool{"typing_extensions": true}
+				writeFiles(t, w.Dir, map[string]string{
+					"helpers.py":               "", // the fixed file imports eval's helpers, relatively
+					"model/new.py":             "", // model/ is the Researcher's package already
+					"sub/numpy.py":             "", // not where Python looks
+					"sub/gettext.py":           "",
+					"sub/typing_extensions.py": "",
+					"torchvision.py":           "",
+					"model/gettext.py":         "", // inside the Researcher's package
 				})
 			},
 		},

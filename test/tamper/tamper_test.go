@@ -1,6 +1,7 @@
-// Package tamper runs the attack corpus in attacks/ against the local
-// runner. Each attack is a Researcher that wants a better number, or wants
-// to leave something behind, by going around the supervisor instead of
+// Package tamper runs the attack corpus in attacks/, and the attacks on a
+// Python evaluation in attacks-python/, against the local runner. Each
+// attack is a Researcher that wants a better number, or wants to leave
+// something behind, by going around the supervisor instead of
 // improving the code. Every one must end in a failing verdict, with nothing
 // of it on the experiment branch or in the user's repository, and without
 // the supervisor ever running a command the attack planted, nor any process

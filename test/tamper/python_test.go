@@ -1,0 +1,94 @@
+package tamper
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+)
+
+// PyToy is the repository of the Python attacks: the fixed evaluation,
+// eval.py, parses its arguments with argparse and reads the score with
+// the fixed reader.py.
+var PyToy = map[string]string{
+	"train.sh":   "#!/bin/sh\nSCORE=10\necho $SCORE > out.txt\n",
+	"eval.py":    "import argparse\nimport reader\n\nargparse.ArgumentParser().parse_args()\nprint(\"score: \" + reader.read())\n",
+	"reader.py":  "def read():\n    return open(\"out.txt\").read().strip()\n",
+	".gitignore": "out.txt\n",
+}
+
+// TestPythonAttacks runs the attacks in attacks-python/, each a Researcher
+// that changes what the fixed Python evaluation runs without touching a
+// fixed file, through the modules Python finds first; every one fails
+// compliance, and the best stays the baseline's.
+func TestPythonAttacks(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	out, err := exec.Command(python, "-I", "-c", "import pkgutil, sys\nprint(*sorted(m.name for m in pkgutil.iter_modules() if m.name.isidentifier() and m.name not in sys.stdlib_module_names))").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := strings.Fields(string(out))
+	scripts, err := filepath.Glob("attacks-python/*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no Python attacks: %v", err)
+	}
+	for _, s := range scripts {
+		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+		t.Run(name, func(t *testing.T) {
+			if name == "installed-shadow" {
+				if len(installed) == 0 {
+					t.Skip("python3 has no installed package to shadow")
+				}
+				t.Setenv("INSTALLED_MODULE", installed[0])
+			}
+			script, err := filepath.Abs(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			repo := filepath.Join(t.TempDir(), "repo")
+			files := map[string]string{"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: pytoy
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 1
+  baseline: {value: "10"}
+  fixed: {files: [eval.py, reader.py], timeLimit: 10s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: score, direction: maximize, command: "python3 eval.py"}
+  researcher: {command: "sh ` + script + `"}
+`}
+			for k, v := range PyToy {
+				files[k] = v
+			}
+			gittest.WriteFiles(t, repo, files)
+			gittest.Git(t, repo, "init", "-q", "-b", "main")
+			gittest.Git(t, repo, "add", "-A")
+			gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
+			x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log bytes.Buffer
+			st, err := runner.Run(context.Background(), x, runner.Options{Out: &log})
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, log.String())
+			}
+			roundOneVerdict(t, st.History, v1alpha1.VerdictComplianceFailed)
+			if st.Best == nil || st.Best.Value != "10" {
+				t.Errorf("best %+v, want the baseline's 10\n%s", st.Best, log.String())
+			}
+		})
+	}
+}
