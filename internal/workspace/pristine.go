@@ -281,27 +281,32 @@ func (w *Workspace) pythonImports(ctx context.Context, fixedFiles []treeEntry) (
 var startupModules = map[string]bool{"sitecustomize": true, "usercustomize": true}
 
 // pythonShadows refuses a new module or package directory that shadows an
-// import of a fixed Python file, or a module of the standard library or of
-// installed (the evaluation's Python's packages) where that Python looks
-// first: the experiment directory and the directory of a fixed Python
-// file, since fixed code imports such modules through the modules it
-// imports, whether or not it names them. Anywhere it refuses a new or
-// changed Python start-up file (sitecustomize, usercustomize or a .pth
-// file) and compiled Python, which Python may load instead of the source.
+// import of a fixed Python file. Where the evaluation's Python looks first
+// (the experiment directory and the directory of a fixed Python file) it
+// also refuses a new module or regular package (one with an __init__)
+// named like a module of the standard library or an installed one (of
+// installed, the evaluation's Python's packages), since fixed code imports
+// those through the modules it imports, whether or not it names them.
+// Anywhere it refuses a new or changed Python start-up file
+// (sitecustomize, usercustomize or a .pth file) and compiled Python, which
+// Python may load instead of the source.
 func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]string, installed map[string]bool) []Violation {
-	firstDirs := map[string]bool{".": true}
+	firstDirs := map[string]bool{}
 	for _, f := range p.fixedFiles {
 		if path.Ext(f.rel) == ".py" {
-			firstDirs[path.Dir(f.rel)] = true
+			firstDirs["."], firstDirs[path.Dir(f.rel)] = true, true
 		}
 	}
-	// shadowed names what a new module name in dir shadows, "" for nothing.
-	shadowed := func(dir, name string) string {
+	// shadowed names what a new module name in dir shadows, "" for
+	// nothing; a directory without an __init__ (a namespace package)
+	// shadows only what fixed code imports, since Python takes any module
+	// it finds later on its path before a namespace package.
+	shadowed := func(dir, name string, module bool) string {
 		if fixed, ok := imports[[2]string{dir, name}]; ok {
 			return "module " + name + ", which fixed file " + fixed + " imports"
 		}
 		switch {
-		case !firstDirs[dir]:
+		case !module || !firstDirs[dir]:
 		case pythonStdlib[name]:
 			return "the standard library's module " + name + ", which fixed Python code imports through the modules it imports"
 		case installed[name]:
@@ -326,7 +331,7 @@ func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]stri
 			continue
 		}
 		if name := pythonModuleName(path.Base(c.rel)); name != "" {
-			if what := shadowed(path.Dir(c.rel), name); what != "" {
+			if what := shadowed(path.Dir(c.rel), name, true); what != "" {
 				out = append(out, Violation{Path: c.rel, Reason: fmt.Sprintf(
 					"new file %s shadows %s; the evaluation must import what the start commit gave it", c.rel, what)})
 				continue
@@ -344,7 +349,7 @@ func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]stri
 			if i > 0 {
 				parent = strings.Join(segs[:i], "/")
 			}
-			if what := shadowed(parent, segs[i]); what != "" {
+			if what := shadowed(parent, segs[i], i == len(segs)-2 && pythonModuleName(segs[i+1]) == "__init__"); what != "" {
 				out = append(out, Violation{Path: c.rel, Reason: fmt.Sprintf(
 					"new package directory %s/ (with %s) shadows %s; the evaluation must import what the start commit gave it", dir, c.rel, what)})
 			}
