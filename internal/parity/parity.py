@@ -8,12 +8,24 @@
 # "PARITY_FAIL target=<name> kind=<kind> detail=<detail>" line on stderr and
 # exit 1. Kinds: signature, shape (also dtype and non-tensor output),
 # numerical, error (a module that does not import or a call that raises).
+#
+# The candidate's code runs in a child process of its own, never in this
+# one: this process imports only torch and the fixed baseline and fixture,
+# judges what the child sends back through a pipe (loaded as tensors and
+# plain values only), and alone prints the verdict. It makes itself
+# undumpable first, so that a child of the same user can neither trace it
+# nor write to its output through /proc.
+import ctypes
 import importlib
 import inspect
+import io
 import json
+import os
+import subprocess
 import sys
 
 DETAIL_LIMIT = 200
+PR_SET_DUMPABLE = 4
 
 target = json.loads(sys.argv[1])
 NAME = target["name"]
@@ -37,41 +49,38 @@ def tolerance(value):
     return float(value) if value != "" else None
 
 
-def load(role, spec):
-    module, sep, attr = spec.partition(":")
-    if not sep or not module or not attr:
-        fail("error", f"{role} {spec!r} is not of the form module:function")
+if sys.platform.startswith("linux"):
     try:
-        return getattr(importlib.import_module(module), attr)
-    except Exception as exc:  # the candidate's import errors are its failure, not a crash
-        fail("error", f"load {role} {spec}: {describe(exc)}")
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            fail("error", f"prctl(PR_SET_DUMPABLE): {os.strerror(ctypes.get_errno())}")
+    except (OSError, AttributeError) as exc:
+        fail("error", f"prctl(PR_SET_DUMPABLE): {describe(exc)}")
 
-
-sys.path.insert(0, target["dir"])
-
+# torch comes from the installation, before the checkout is on the path.
 try:
     import torch
 except Exception as exc:
     fail("error", f"import torch: {describe(exc)}")
+
+sys.path.insert(0, target["dir"])
 
 try:
     ATOL, RTOL = tolerance(target["atol"]), tolerance(target["rtol"])
 except ValueError as exc:
     fail("error", f"tolerance: {exc}")
 
-base_fn = load("baseline", target["baseline_module"])
-fixture = load("fixture", target["fixture"])
-new_fn = load("new", target["new_module"])
 
-try:
-    sig_new, sig_base = inspect.signature(new_fn), inspect.signature(base_fn)
-except (TypeError, ValueError) as exc:
-    fail("signature", describe(exc))
-if str(sig_new) != str(sig_base):
-    fail("signature", f"new{sig_new} vs baseline{sig_base}")
+def load(role, spec):
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        fail("error", f"{role} {spec!r} is not of the form module:function")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except Exception as exc:
+        fail("error", f"load {role} {spec}: {describe(exc)}")
 
 
-def run(role, fn):
+def run(role, fn, fixture):
     # A fresh, identically seeded fixture per call, so that a function that
     # mutates its inputs in place cannot change what the other one sees.
     torch.manual_seed(0)
@@ -86,11 +95,98 @@ def run(role, fn):
         fail("error", f"call {role}: {describe(exc)}")
 
 
-out_base = run("baseline", base_fn)
-out_new = run("new", new_fn)
+# The child: load the candidate and the fixture, call the candidate, and
+# send back its signature and output, or what went wrong, on the pipe whose
+# descriptor is argv[2]. It reports through the pipe only; what it prints
+# is kept for a failure's detail.
+CHILD = r'''
+import importlib, inspect, io, json, os, sys
+target, fd = json.loads(sys.argv[1]), int(sys.argv[2])
+import torch
+sys.path.insert(0, target["dir"])
+def send(result):
+    buf = io.BytesIO()
+    torch.save(result, buf)
+    with os.fdopen(fd, "wb") as out:
+        out.write(buf.getvalue())
+    sys.exit(0)
+signature = None
+def error(what, exc):
+    send({"error": f"{what}: {type(exc).__name__}: {exc}", "signature": signature})
+def load(role, spec):
+    module, _, attr = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except Exception as exc:
+        error(f"load {role} {spec}", exc)
+fixture = load("fixture", target["fixture"])
+new_fn = load("new", target["new_module"])
+try:
+    signature = str(inspect.signature(new_fn))
+except (TypeError, ValueError) as exc:
+    send({"signature_error": f"{type(exc).__name__}: {exc}"})
+torch.manual_seed(0)
+try:
+    args, kwargs = fixture()
+except Exception as exc:
+    error(f"fixture {target['fixture']}", exc)
+try:
+    with torch.no_grad():
+        out = new_fn(*args, **kwargs)
+except Exception as exc:
+    error("call new", exc)
+if isinstance(out, torch.Tensor):
+    send({"signature": signature, "output": out.detach().contiguous().cpu()})
+send({"signature": signature, "type": type(out).__name__})
+'''
 
+
+def run_new():
+    read_end, write_end = os.pipe()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-B", "-c", CHILD, sys.argv[1], str(write_end)],
+            pass_fds=(write_end,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=os.getcwd(),
+        )
+    finally:
+        os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        sent = pipe.read()
+    printed = child.stdout.read().decode(errors="replace")
+    code = child.wait()
+    if not sent:
+        fail("error", f"the candidate's process exited with code {code} without a result: {printed[-DETAIL_LIMIT:]}")
+    try:
+        return torch.load(io.BytesIO(sent), weights_only=True)
+    except Exception as exc:
+        fail("error", f"the candidate's process sent what is not a result: {describe(exc)}")
+
+
+base_fn = load("baseline", target["baseline_module"])
+fixture = load("fixture", target["fixture"])
+out_base = run("baseline", base_fn, fixture)
+
+result = run_new()
+if not isinstance(result, dict):
+    fail("error", f"the candidate's process sent a {type(result).__name__}, not a result")
+if "signature_error" in result:
+    fail("signature", result["signature_error"])
+try:
+    sig_base = inspect.signature(base_fn)
+except (TypeError, ValueError) as exc:
+    fail("signature", describe(exc))
+sig_new = result.get("signature")
+if sig_new is not None and sig_new != str(sig_base):
+    fail("signature", f"new{sig_new} vs baseline{sig_base}")
+if "error" in result:
+    fail("error", result["error"])
+
+out_new = result.get("output")
 if not (isinstance(out_new, torch.Tensor) and isinstance(out_base, torch.Tensor)):
-    fail("shape", f"non-tensor output: new {type(out_new).__name__}, baseline {type(out_base).__name__}")
+    kind = type(out_new).__name__ if out_new is not None else result.get("type")
+    fail("shape", f"non-tensor output: new {kind}, baseline {type(out_base).__name__}")
+out_base = out_base.detach().cpu()
 if out_new.shape != out_base.shape:
     fail("shape", f"shape {tuple(out_new.shape)} vs {tuple(out_base.shape)}")
 if out_new.dtype != out_base.dtype:

@@ -65,17 +65,21 @@ func TestCheckRunsScript(t *testing.T) {
 		want       *failureKind
 		wantDetail string
 	}{
-		"matching candidate":   {newModule: "same:rmsnorm"},
-		"in-place candidate":   {newModule: "inplace:rmsnorm"},
-		"signature mismatch":   {newModule: "signature:rmsnorm", want: &failureKind{"rmsnorm", KindSignature}, wantDetail: "new(x, weight, eps=1e-05) vs baseline(x, weight, eps=1e-06)"},
-		"shape mismatch":       {newModule: "shape:rmsnorm", want: &failureKind{"rmsnorm", KindShape}, wantDetail: "shape (4, 8) vs (4, 8, 16)"},
-		"dtype mismatch":       {newModule: "dtype:rmsnorm", want: &failureKind{"rmsnorm", KindShape}, wantDetail: "dtype torch.float64 vs torch.float32"},
-		"numerical mismatch":   {newModule: "numerical:rmsnorm", want: &failureKind{"rmsnorm", KindNumerical}, wantDetail: "Tensor-likes are not close!"},
-		"non-tensor output":    {newModule: "nontensor:rmsnorm", want: &failureKind{"rmsnorm", KindShape}, wantDetail: "non-tensor output: new list, baseline Tensor"},
-		"import error":         {newModule: "broken:rmsnorm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "load new broken:rmsnorm: ModuleNotFoundError: No module named 'kernel_helpers_that_do_not_exist'"},
-		"missing function":     {newModule: "same:rms_norm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "AttributeError"},
-		"call raises":          {newModule: "raises:rmsnorm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "call new: RuntimeError: fused kernel unavailable"},
-		"exit without verdict": {newModule: "exits:rmsnorm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "exit code 0 without a parity verdict"},
+		"matching candidate": {newModule: "same:rmsnorm"},
+		"in-place candidate": {newModule: "inplace:rmsnorm"},
+		"signature mismatch": {newModule: "signature:rmsnorm", want: &failureKind{"rmsnorm", KindSignature}, wantDetail: "new(x, weight, eps=1e-05) vs baseline(x, weight, eps=1e-06)"},
+		"shape mismatch":     {newModule: "shape:rmsnorm", want: &failureKind{"rmsnorm", KindShape}, wantDetail: "shape (4, 8) vs (4, 8, 16)"},
+		"dtype mismatch":     {newModule: "dtype:rmsnorm", want: &failureKind{"rmsnorm", KindShape}, wantDetail: "dtype torch.float64 vs torch.float32"},
+		"numerical mismatch": {newModule: "numerical:rmsnorm", want: &failureKind{"rmsnorm", KindNumerical}, wantDetail: "Tensor-likes are not close!"},
+		"non-tensor output":  {newModule: "nontensor:rmsnorm", want: &failureKind{"rmsnorm", KindShape}, wantDetail: "non-tensor output: new list, baseline Tensor"},
+		"import error":       {newModule: "broken:rmsnorm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "load new broken:rmsnorm: ModuleNotFoundError: No module named 'kernel_helpers_that_do_not_exist'"},
+		"missing function":   {newModule: "same:rms_norm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "AttributeError"},
+		"call raises":        {newModule: "raises:rmsnorm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "call new: RuntimeError: fused kernel unavailable"},
+		// Attacks: candidate code that wants a verdict it did not earn.
+		"forged verdict":       {newModule: "forges:rmsnorm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "exited with code 0 without a result"},
+		"disarmed comparison":  {newModule: "patches:rmsnorm", want: &failureKind{"rmsnorm", KindNumerical}, wantDetail: "Tensor-likes are not close!"},
+		"killed checker":       {newModule: "checker:rmsnorm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "without a parity verdict"},
+		"exit without verdict": {newModule: "exits:rmsnorm", want: &failureKind{"rmsnorm", KindError}, wantDetail: "the candidate's process exited with code 0 without a result"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
