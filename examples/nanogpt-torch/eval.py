@@ -1,13 +1,24 @@
 """Fixed evaluation for the nanogpt-torch example: prints `val_bpb: X`.
 
 Loads the TorchScript checkpoint that train.py exported (no model code is
-imported, so nothing the researcher writes takes part in the metric), checks
-that the model is causal, and scores every byte of the fixed validation split
-at a fixed context length. val_bpb is the mean negative log2-likelihood per
-byte; tokens are bytes, so no tokenizer conversion is involved.
+imported), checks that the model keeps no state between calls and prints
+nothing, and scores every byte of the fixed validation split at a fixed
+context length, checking on every batch that the model is causal. val_bpb is
+the mean negative log2-likelihood per byte; tokens are bytes, so no
+tokenizer conversion is involved.
+
+A TorchScript module is code the researcher wrote. One that counted its
+calls, or kept its inputs, could be causal while it is checked and read
+ahead otherwise; one that recognised the checked batch could do the same.
+So the model may neither set an attribute, nor change a parameter or buffer,
+nor hold a list or dict, nor print, and every batch is checked at split
+points drawn from the operating system's randomness, with the later bytes
+replaced by real text from another row, which the model cannot tell from
+the batch it is scored on.
 """
 import math
 import os
+import random
 import sys
 import time
 
@@ -20,8 +31,10 @@ import torch.nn.functional as F
 from prepare import CONTEXT_LEN, EVAL_BATCH, VAL_PATH, VOCAB_SIZE, load_split
 
 CKPT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ckpt", "model.pt")
-CAUSALITY_SPLITS = (1, CONTEXT_LEN // 2, CONTEXT_LEN - 1)
+CAUSALITY_CHECKS = 3  # split points per batch
 CAUSALITY_ATOL = 1e-4
+# Graph nodes of a model that keeps state between calls, or prints.
+STATEFUL_NODES = {"prim::SetAttr": "sets an attribute", "prim::Print": "prints"}
 
 
 def fail(message):
@@ -51,37 +64,77 @@ def windows(val):
         yield x, y, w
 
 
-def logits_of(model, x, device):
-    out = model(x.to(device))
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (EVAL_BATCH, CONTEXT_LEN, VOCAB_SIZE):
-        shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        fail(f"model output is {shape}, want logits of shape {(EVAL_BATCH, CONTEXT_LEN, VOCAB_SIZE)}")
-    return out.float()
+def graph_nodes(block):
+    for node in block.nodes():
+        yield node
+        for inner in node.blocks():
+            yield from graph_nodes(inner)
 
 
-def check_causal(model, x, device):
+def check_pure(model):
+    """Fails when the model's code can keep state between calls or print."""
+    for node in graph_nodes(model.inlined_graph):
+        kind = node.kind()
+        if kind in STATEFUL_NODES:
+            fail(f"the model {STATEFUL_NODES[kind]} ({kind}); it must compute its logits from its input alone")
+        if kind == "prim::GetAttr" and isinstance(node.output().type(), (torch._C.ListType, torch._C.DictType)):
+            fail(f"the model holds a {node.output().type()} attribute, which it could change between calls")
+
+
+class Model:
+    """The loaded model, called as the evaluation calls it: it must return
+    logits of the fixed shape and leave its parameters and buffers as they
+    were."""
+
+    def __init__(self, module, device):
+        self.module, self.device = module, device
+        self.state = {k: v.clone() for k, v in module.state_dict().items()}
+
+    def __call__(self, x):
+        out = self.module(x.to(self.device))
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (EVAL_BATCH, CONTEXT_LEN, VOCAB_SIZE):
+            shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            fail(f"model output is {shape}, want logits of shape {(EVAL_BATCH, CONTEXT_LEN, VOCAB_SIZE)}")
+        for k, v in self.module.state_dict().items():
+            if k not in self.state or not torch.equal(v, self.state[k]):
+                fail(f"the model changed {k} while it ran; it must compute its logits from its input alone")
+        return out.float()
+
+
+def check_causal(model, x, logits, rng):
     """Fails when a position's logits depend on later bytes, which would let
-    the model read the byte it is asked to predict."""
-    base = logits_of(model, x, device)
-    gen = torch.Generator().manual_seed(0)
-    for split in CAUSALITY_SPLITS:
+    the model read the byte it is asked to predict: the bytes from a random
+    split on are replaced by another row's, and the logits before it must
+    not move."""
+    other = x.roll(1, dims=0)
+    for _ in range(CAUSALITY_CHECKS):
+        split = rng.randrange(1, CONTEXT_LEN)
         changed = x.clone()
-        changed[:, split:] = torch.randint(VOCAB_SIZE, changed[:, split:].shape, generator=gen)
-        diff = (logits_of(model, changed, device)[:, :split] - base[:, :split]).abs().max().item()
+        changed[:, split:] = other[:, split:]
+        diff = (model(changed)[:, :split] - logits[:, :split]).abs().max().item()
         if not diff <= CAUSALITY_ATOL:
             fail(f"model is not causal: logits before position {split} change by {diff:.3g} when later bytes change")
 
 
-def evaluate(model, val, device):
+def evaluate(model, val):
+    rng = random.SystemRandom()
     total_nats, total_bytes = 0.0, 0.0
-    for i, (x, y, w) in enumerate(windows(val)):
-        if i == 0:
-            check_causal(model, x, device)
-        logits = logits_of(model, x, device)
-        nll = F.cross_entropy(logits.reshape(-1, VOCAB_SIZE), y.to(device).reshape(-1), reduction="none")
+    for x, y, w in windows(val):
+        logits = model(x)
+        check_causal(model, x, logits, rng)
+        nll = F.cross_entropy(logits.reshape(-1, VOCAB_SIZE), y.to(model.device).reshape(-1), reduction="none")
         total_nats += (nll.double().cpu() * w.reshape(-1).double()).sum().item()
         total_bytes += w.sum().item()
     return total_nats / total_bytes / math.log(2)
+
+
+def load(device):
+    try:
+        module = torch.jit.load(CKPT_PATH, map_location=device).eval()
+    except Exception as exc:
+        fail(f"cannot load {CKPT_PATH} as TorchScript: {exc}")
+    check_pure(module)
+    return Model(module, device)
 
 
 def main():
@@ -91,22 +144,17 @@ def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         torch.set_num_threads(2)
-    try:
-        model = torch.jit.load(CKPT_PATH, map_location=device).eval()
-    except Exception as exc:
-        fail(f"cannot load {CKPT_PATH} as TorchScript: {exc}")
+    model = load(device)
     val = load_split(VAL_PATH)
     with torch.no_grad():
         try:
-            bpb = evaluate(model, val, device)
+            bpb = evaluate(model, val)
         except RuntimeError as exc:
             if device == "cpu":
                 fail(f"model failed on the validation data: {exc}")
             # A trace can pin tensors it creates to the training device.
             print(f"evaluation on {device} failed ({str(exc).splitlines()[0]}); retrying on cpu", file=sys.stderr)
-            device = "cpu"
-            model = torch.jit.load(CKPT_PATH, map_location=device).eval()
-            bpb = evaluate(model, val, device)
+            bpb = evaluate(load("cpu"), val)
     if not math.isfinite(bpb):
         fail(f"val_bpb is {bpb}")
     print(f"eval_seconds: {time.time() - start:.1f}")

@@ -1,0 +1,81 @@
+package tamper
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// nanogptModels are the models attacks-nanogpt/models.py writes, and what
+// the example's evaluation must say of each: "" for a val_bpb, otherwise
+// words of its error.
+var nanogptModels = map[string]string{
+	"uniform":               "",
+	"counts-calls":          "the model changed calls while it ran",
+	"knows-the-first-batch": "model is not causal",
+	"sets-attr":             "the model sets an attribute",
+	"keeps-inputs":          "the model holds a List[Tensor] attribute",
+	"prints":                "the model prints",
+}
+
+// TestNanoGPTEvaluationRefusesCheatingModels runs examples/nanogpt-torch's
+// fixed evaluation on TorchScript models that training could export: code
+// the Researcher wrote, which counts its calls, recognises the batch a
+// check looks at, keeps its inputs or prints. Each is refused; the honest
+// uniform model scores 8 bits per byte.
+func TestNanoGPTEvaluationRefusesCheatingModels(t *testing.T) {
+	python := pythonWithTorch(t)
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-r", "../../examples/nanogpt-torch/.", dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy the example: %v\n%s", err, out)
+	}
+	models, err := filepath.Abs("attacks-nanogpt/models.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(python, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("prepare.py"); err != nil {
+		t.Fatalf("prepare.py: %v\n%s", err, out)
+	}
+	for name, want := range nanogptModels {
+		t.Run(name, func(t *testing.T) {
+			if out, err := run(models, name); err != nil {
+				t.Fatalf("write the model: %v\n%s", err, out)
+			}
+			out, err := run("eval.py")
+			switch {
+			case want == "" && (err != nil || !strings.Contains(out, "val_bpb: 8.000000")):
+				t.Errorf("eval.py: %v, want val_bpb 8.000000:\n%s", err, out)
+			case want != "" && (err == nil || !strings.Contains(out, want)):
+				t.Errorf("eval.py: %v, want it to fail saying %q:\n%s", err, want, out)
+			}
+		})
+	}
+}
+
+// pythonWithTorch returns an interpreter that imports torch. Without one
+// the test skips locally but fails in CI, where torch is part of the setup.
+func pythonWithTorch(t *testing.T) string {
+	t.Helper()
+	candidates := []string{"/usr/bin/python3"}
+	if p, err := exec.LookPath("python3"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, python := range candidates {
+		if exec.Command(python, "-c", "import torch").Run() == nil {
+			return python
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("no python3 with torch among %v: install python3-torch", candidates)
+	}
+	t.Skipf("no python3 with torch among %v", candidates)
+	return ""
+}
