@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/torchtest"
 )
 
 const nanogptDir = "../../examples/nanogpt-torch"
@@ -31,7 +32,7 @@ type examplePlan struct {
 // on the example as shipped and after each step of its scripted plan: parity
 // must fail exactly in the rounds the plan expects to fail it.
 func TestNanoGPTExampleKernels(t *testing.T) {
-	python := pythonWithTorch(t)
+	python := torchtest.Python(t)
 	var experiment v1alpha1.AutoResearch
 	if err := yaml.UnmarshalStrict(readExample(t, "experiment.yaml"), &experiment); err != nil {
 		t.Fatalf("experiment.yaml: %v", err)

@@ -3,33 +3,14 @@ package parity
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-// pythonWithTorch returns an interpreter that imports torch. Without one the
-// script tests skip locally but fail in CI, where torch is part of the setup.
-func pythonWithTorch(t *testing.T) string {
-	t.Helper()
-	candidates := []string{"/usr/bin/python3"}
-	if p, err := exec.LookPath("python3"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, python := range candidates {
-		if exec.Command(python, "-c", "import torch").Run() == nil {
-			return python
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("no python3 with torch among %v: install python3-torch (apt-get install python3-torch)", candidates)
-	}
-	t.Skipf("no python3 with torch among %v; install python3-torch to run the parity script tests", candidates)
-	return ""
-}
+	"github.com/autoresearch-dev/autoresearch-operator/internal/torchtest"
+)
 
 func testdataDir(t *testing.T) string {
 	t.Helper()
@@ -58,7 +39,7 @@ type failureKind struct {
 }
 
 func TestCheckRunsScript(t *testing.T) {
-	python := pythonWithTorch(t)
+	python := torchtest.Python(t)
 	dir := testdataDir(t)
 	cases := map[string]struct {
 		newModule  string
@@ -108,7 +89,7 @@ func TestCheckRunsScript(t *testing.T) {
 }
 
 func TestCheckStopsAtFirstFailure(t *testing.T) {
-	python := pythonWithTorch(t)
+	python := torchtest.Python(t)
 	ok := target("same:rmsnorm")
 	bad := target("numerical:rmsnorm")
 	bad.Name = "second"
@@ -124,7 +105,7 @@ func TestCheckStopsAtFirstFailure(t *testing.T) {
 }
 
 func TestCheckRelativeDir(t *testing.T) {
-	python := pythonWithTorch(t)
+	python := torchtest.Python(t)
 	got, err := Check(context.Background(), python, "testdata", []Target{target("same:rmsnorm")})
 	if err != nil || got != nil {
 		t.Fatalf("Check in a relative dir = %+v, %v; want a pass", got, err)
@@ -132,7 +113,7 @@ func TestCheckRelativeDir(t *testing.T) {
 }
 
 func TestCheckLeavesNoBytecode(t *testing.T) {
-	python := pythonWithTorch(t)
+	python := torchtest.Python(t)
 	dir := t.TempDir()
 	for _, name := range []string{"reference.py", "same.py"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name))

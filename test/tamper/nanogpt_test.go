@@ -1,11 +1,12 @@
 package tamper
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/torchtest"
 )
 
 // nanogptModels are the models attacks-nanogpt/models.py writes, and what
@@ -26,7 +27,7 @@ var nanogptModels = map[string]string{
 // check looks at, keeps its inputs or prints. Each is refused; the honest
 // uniform model scores 8 bits per byte.
 func TestNanoGPTEvaluationRefusesCheatingModels(t *testing.T) {
-	python := pythonWithTorch(t)
+	python := torchtest.Python(t)
 	dir := t.TempDir()
 	if out, err := exec.Command("cp", "-r", "../../examples/nanogpt-torch/.", dir).CombinedOutput(); err != nil {
 		t.Fatalf("copy the example: %v\n%s", err, out)
@@ -58,24 +59,4 @@ func TestNanoGPTEvaluationRefusesCheatingModels(t *testing.T) {
 			}
 		})
 	}
-}
-
-// pythonWithTorch returns an interpreter that imports torch. Without one
-// the test skips locally but fails in CI, where torch is part of the setup.
-func pythonWithTorch(t *testing.T) string {
-	t.Helper()
-	candidates := []string{"/usr/bin/python3"}
-	if p, err := exec.LookPath("python3"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, python := range candidates {
-		if exec.Command(python, "-c", "import torch").Run() == nil {
-			return python
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("no python3 with torch among %v: install python3-torch", candidates)
-	}
-	t.Skipf("no python3 with torch among %v", candidates)
-	return ""
 }
