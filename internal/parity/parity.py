@@ -14,7 +14,14 @@
 # judges what the child sends back through a pipe (loaded as tensors and
 # plain values only), and alone prints the verdict. It makes itself
 # undumpable first, so that a child of the same user can neither trace it
-# nor write to its output through /proc.
+# nor write to its output through /proc. Nothing of the checkout is on its
+# path but while it imports the fixed baseline and fixture: python -c puts
+# the working directory, the checkout, first, where a candidate's module
+# named like one that torch imports, or tries to, would load here.
+import sys
+
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+
 import ctypes
 import importlib
 import inspect
@@ -22,7 +29,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 
 DETAIL_LIMIT = 200
 PR_SET_DUMPABLE = 4
@@ -56,13 +62,10 @@ if sys.platform.startswith("linux"):
     except (OSError, AttributeError) as exc:
         fail("error", f"prctl(PR_SET_DUMPABLE): {describe(exc)}")
 
-# torch comes from the installation, before the checkout is on the path.
 try:
     import torch
 except Exception as exc:
     fail("error", f"import torch: {describe(exc)}")
-
-sys.path.insert(0, target["dir"])
 
 try:
     ATOL, RTOL = tolerance(target["atol"]), tolerance(target["rtol"])
@@ -74,10 +77,13 @@ def load(role, spec):
     module, sep, attr = spec.partition(":")
     if not sep or not module or not attr:
         fail("error", f"{role} {spec!r} is not of the form module:function")
+    sys.path.insert(0, target["dir"])
     try:
         return getattr(importlib.import_module(module), attr)
     except Exception as exc:
         fail("error", f"load {role} {spec}: {describe(exc)}")
+    finally:
+        sys.path.remove(target["dir"])
 
 
 def run(role, fn, fixture):

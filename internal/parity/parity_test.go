@@ -133,6 +133,43 @@ func TestCheckLeavesNoBytecode(t *testing.T) {
 	}
 }
 
+// disarmingDill is a module of the name torch tries to import and, where
+// it is not installed, does not find: from the checkout, it would load in
+// the checker and disarm its failures.
+const disarmingDill = `import __main__
+if hasattr(__main__, "fail") and hasattr(__main__, "NAME"):
+    __main__.fail = lambda kind, detail: None
+def extend(*args, **kwargs): pass
+`
+
+// TestCheckLoadsNothingOfTheCheckoutButTheFixedModules: a candidate that
+// forgets the square root, beside a module named like one torch looks for,
+// still fails parity: the checker imports torch with nothing of the
+// checkout on its path.
+func TestCheckLoadsNothingOfTheCheckoutButTheFixedModules(t *testing.T) {
+	python := torchtest.Python(t)
+	dir := t.TempDir()
+	for _, name := range []string{"reference.py", "numerical.py"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dill.py"), []byte(disarmingDill), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Check(context.Background(), python, dir, []Target{target("numerical:rmsnorm")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.Kind != KindNumerical {
+		t.Fatalf("Check = %+v, want a numerical failure", got)
+	}
+}
+
 func TestCheckErrors(t *testing.T) {
 	cases := map[string]struct {
 		python  string
