@@ -10,12 +10,15 @@ tokenizer conversion is involved.
 A TorchScript module is code the researcher wrote. One that counted its
 calls, or kept its inputs, could be causal while it is checked and read
 ahead otherwise; one that recognised the checked batch could do the same.
-So the model may neither set an attribute, nor change a parameter or buffer,
-nor hold a list or dict, nor print, and every batch is checked at split
-points drawn from the operating system's randomness, with the later bytes
-replaced by real text from another row, which the model cannot tell from
-the batch it is scored on.
+So every call gets a module freshly loaded from the checkpoint's bytes, with
+the random generator reseeded, and nothing of one call reaches the next; the
+model may not print, nor set an attribute or hold a list or dict (which a
+fresh module makes harmless, but which no honest model needs); and every
+batch is checked at split points drawn from the operating system's
+randomness, with the later bytes replaced by real text from another row,
+which the model cannot tell from the batch it is scored on.
 """
+import io
 import math
 import os
 import random
@@ -82,22 +85,25 @@ def check_pure(model):
 
 
 class Model:
-    """The loaded model, called as the evaluation calls it: it must return
-    logits of the fixed shape and leave its parameters and buffers as they
-    were."""
+    """The checkpoint, called as the evaluation calls it: a module freshly
+    loaded for every call, which must return logits of the fixed shape."""
 
-    def __init__(self, module, device):
-        self.module, self.device = module, device
-        self.state = {k: v.clone() for k, v in module.state_dict().items()}
+    def __init__(self, data, device):
+        self.data, self.device = data, device
+        check_pure(self.module())
+
+    def module(self):
+        try:
+            return torch.jit.load(io.BytesIO(self.data), map_location=self.device).eval()
+        except Exception as exc:
+            fail(f"cannot load {CKPT_PATH} as TorchScript: {exc}")
 
     def __call__(self, x):
-        out = self.module(x.to(self.device))
+        torch.manual_seed(0)
+        out = self.module()(x.to(self.device))
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != (EVAL_BATCH, CONTEXT_LEN, VOCAB_SIZE):
             shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
             fail(f"model output is {shape}, want logits of shape {(EVAL_BATCH, CONTEXT_LEN, VOCAB_SIZE)}")
-        for k, v in self.module.state_dict().items():
-            if k not in self.state or not torch.equal(v, self.state[k]):
-                fail(f"the model changed {k} while it ran; it must compute its logits from its input alone")
         return out.float()
 
 
@@ -129,12 +135,8 @@ def evaluate(model, val):
 
 
 def load(device):
-    try:
-        module = torch.jit.load(CKPT_PATH, map_location=device).eval()
-    except Exception as exc:
-        fail(f"cannot load {CKPT_PATH} as TorchScript: {exc}")
-    check_pure(module)
-    return Model(module, device)
+    with open(CKPT_PATH, "rb") as f:
+        return Model(f.read(), device)
 
 
 def main():

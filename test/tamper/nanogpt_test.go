@@ -13,9 +13,12 @@ import (
 // the example's evaluation must say of each: "" for a val_bpb, otherwise
 // words of its error.
 var nanogptModels = map[string]string{
-	"uniform":               "",
-	"counts-calls":          "the model changed calls while it ran",
+	"uniform": "",
+	// Loaded afresh for every call, it never counts past one: it scores
+	// as the uniform model it starts as.
+	"counts-calls":          "",
 	"knows-the-first-batch": "model is not causal",
+	"remembers":             "model is not causal",
 	"sets-attr":             "the model sets an attribute",
 	"keeps-inputs":          "the model holds a List[Tensor] attribute",
 	"prints":                "the model prints",
@@ -24,8 +27,8 @@ var nanogptModels = map[string]string{
 // TestNanoGPTEvaluationRefusesCheatingModels runs examples/nanogpt-torch's
 // fixed evaluation on TorchScript models that training could export: code
 // the Researcher wrote, which counts its calls, recognises the batch a
-// check looks at, keeps its inputs or prints. Each is refused; the honest
-// uniform model scores 8 bits per byte.
+// check looks at, keeps its inputs or prints. Each is refused, or scores
+// no better than the honest uniform model's 8 bits per byte.
 func TestNanoGPTEvaluationRefusesCheatingModels(t *testing.T) {
 	python := torchtest.Python(t)
 	dir := t.TempDir()

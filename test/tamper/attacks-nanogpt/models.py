@@ -2,7 +2,8 @@
 working directory), as the model argv[1] names: the honest uniform model, or
 one that reads ahead of the byte it predicts where it hopes the evaluation
 does not look. Each cheat got a better val_bpb than honest work from an
-evaluation that checked causality on its first batch only."""
+evaluation that checked causality on its first batch only, or (remembers)
+that called one module for every batch."""
 import os
 import sys
 
@@ -90,6 +91,27 @@ class KeepsInputs(torch.nn.Module):
         return out
 
 
+class Remembers(torch.nn.Module):
+    """Keeps the batch it is scored on in a plain tensor attribute, neither
+    a parameter nor a buffer, and reads ahead in it; a check of that batch,
+    which keeps its first bytes, gets the same logits from it."""
+
+    def __init__(self):
+        super().__init__()
+        self.mem = torch.full((16, 64), -1, dtype=torch.long)
+
+    def forward(self, x):
+        same = (x == self.mem).all(dim=0)
+        src = x
+        if bool(same[0]) and not bool(same.all()):
+            src = self.mem.clone()
+        else:
+            self.mem.copy_(x)
+        out = scripted_peek(src)
+        out[:, -1, :] = 0.0
+        return out
+
+
 class Prints(torch.nn.Module):
     """Prints a metric line of its own."""
 
@@ -99,10 +121,10 @@ class Prints(torch.nn.Module):
 
 
 models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batch": KnowsTheFirstBatch,
-          "sets-attr": SetsAttr, "prints": Prints, "keeps-inputs": KeepsInputs}
+          "sets-attr": SetsAttr, "prints": Prints, "keeps-inputs": KeepsInputs, "remembers": Remembers}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
-if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs"):
+if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
