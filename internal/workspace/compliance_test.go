@@ -100,13 +100,16 @@ func TestComplianceAndRollback(t *testing.T) {
 		},
 		"new helper files": {
 			researcher: func(t *testing.T, w *Workspace) {
-				writeFiles(t, w.Dir, map[string]string{"model_utils.py": "x\n", "layers/retrieval.py": "y\n"})
+				// Beside the fixed Python evaluation only in a directory
+				// without an __init__.
+				writeFiles(t, w.Dir, map[string]string{"utils/model_utils.py": "x\n", "layers/retrieval.py": "y\n", "ideas.md": "n\n"})
 				writeFiles(t, w.Root, map[string]string{"lib/helper.py": "z\n"})
 			},
 			want: ComplianceReport{Changes: []FileChange{
+				{Path: "ideas.md", Kind: ChangeAdded},
 				{Path: "layers/retrieval.py", Kind: ChangeAdded},
 				{Path: "lib/helper.py", Kind: ChangeAdded},
-				{Path: "model_utils.py", Kind: ChangeAdded},
+				{Path: "utils/model_utils.py", Kind: ChangeAdded},
 			}},
 		},
 		"new file that looks like evaluation code": {
@@ -124,12 +127,12 @@ func TestComplianceAndRollback(t *testing.T) {
 		},
 		"staged changes": {
 			researcher: func(t *testing.T, w *Workspace) {
-				writeFiles(t, w.Dir, map[string]string{"prepare.py": "staged\n", "helper.py": "h\n", "scorer.py": "s\n"})
-				gitT(t, w.Dir, "add", "prepare.py", "helper.py", "scorer.py")
+				writeFiles(t, w.Dir, map[string]string{"prepare.py": "staged\n", "helper.sh": "h\n", "scorer.py": "s\n"})
+				gitT(t, w.Dir, "add", "prepare.py", "helper.sh", "scorer.py")
 			},
 			want: ComplianceReport{
 				Changes: []FileChange{
-					{Path: "helper.py", Kind: ChangeAdded},
+					{Path: "helper.sh", Kind: ChangeAdded},
 					{Path: "prepare.py", Kind: ChangeModified},
 					{Path: "scorer.py", Kind: ChangeAdded},
 				},

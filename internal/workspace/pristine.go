@@ -283,10 +283,13 @@ var startupModules = map[string]bool{"sitecustomize": true, "usercustomize": tru
 // pythonShadows refuses a new module or package directory that shadows an
 // import of a fixed Python file. Where the evaluation's Python looks first
 // (the experiment directory and the directory of a fixed Python file) it
-// also refuses a new module or regular package (one with an __init__)
-// named like a module of the standard library or an installed one (of
-// installed, the evaluation's Python's packages), since fixed code imports
-// those through the modules it imports, whether or not it names them.
+// refuses every new module and regular package (one with an __init__):
+// fixed code imports modules through the modules it imports, whether or
+// not it names them — the standard library's, installed ones (of
+// installed, the evaluation's Python's packages), and optional ones it
+// tries and goes without when they are missing (torch tries dill) — and a
+// module of any such name there would run inside the evaluation. Helper
+// code goes in a variable file, or in a subdirectory without an __init__.
 // Anywhere it refuses a new or changed Python start-up file
 // (sitecustomize, usercustomize or a .pth file) and compiled Python, which
 // Python may load instead of the source.
@@ -307,12 +310,14 @@ func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]stri
 		}
 		switch {
 		case !module || !firstDirs[dir]:
+			return ""
 		case pythonStdlib[name]:
 			return "the standard library's module " + name + ", which fixed Python code imports through the modules it imports"
 		case installed[name]:
 			return "the installed module " + name + ", which fixed Python code may import through the modules it imports"
 		}
-		return ""
+		return "whatever module named " + name + " fixed Python code imports through the modules it imports, or tries to (torch tries dill); " +
+			"put helper code in a variable file, or in a subdirectory without an __init__"
 	}
 	var out []Violation
 	for _, c := range changes {

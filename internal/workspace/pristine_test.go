@@ -60,7 +60,7 @@ func TestPristineRules(t *testing.T) {
 	}{
 		"a helper and an edit of a variable file": {
 			edit: func(t *testing.T, w *Workspace) {
-				writeFiles(t, w.Dir, map[string]string{"train.py": strings.Replace(pristineFiles["examples/x/train.py"], "lr = 0.1", "lr = 0.2", 1), "helper.py": "x = 1\n", "gocheck/sub/x.go": "package sub\n"})
+				writeFiles(t, w.Dir, map[string]string{"train.py": strings.Replace(pristineFiles["examples/x/train.py"], "lr = 0.1", "lr = 0.2", 1), "tools/helper.py": "x = 1\n", "gocheck/sub/x.go": "package sub\n"})
 			},
 		},
 		"new file in a fixed directory": {
@@ -191,6 +191,20 @@ func TestPristineRules(t *testing.T) {
 				"asyncio.cpython-311.so": "shadows the standard library's module asyncio",
 			},
 		},
+		"new modules beside the evaluation": {
+			edit: func(t *testing.T, w *Workspace) {
+				writeFiles(t, w.Dir, map[string]string{
+					"helpers.py":       "",
+					"dill/__init__.py": "",
+					"tok_utils.py":     "",
+				})
+			},
+			want: map[string]string{
+				"helpers.py":       "new file helpers.py shadows whatever module named helpers fixed Python code imports through the modules it imports, or tries to (torch tries dill); put helper code in a variable file, or in a subdirectory without an __init__",
+				"dill/__init__.py": "new package directory dill/ (with dill/__init__.py) shadows whatever module named dill",
+				"tok_utils.py":     "shadows whatever module named tok_utils",
+			},
+		},
 		"compiled Python": {
 			edit: func(t *testing.T, w *Workspace) {
 				writeFiles(t, w.Dir, map[string]string{
@@ -211,12 +225,10 @@ func TestPristineRules(t *testing.T) {
 			edit: func(t *testing.T, w *Workspace) {
 				w.PythonModules = map[string]bool{"typing_extensions": true}
 				writeFiles(t, w.Dir, map[string]string{
-					"helpers.py":               "", // the fixed file imports eval's helpers, relatively
 					"model/new.py":             "", // model/ is the Researcher's package already
 					"sub/numpy.py":             "", // not where Python looks
 					"sub/gettext.py":           "",
 					"sub/typing_extensions.py": "",
-					"torchvision.py":           "",
 					"model/gettext.py":         "", // inside the Researcher's package
 					"test/cases.txt":           "", // a namespace package: the standard library's test comes first
 				})

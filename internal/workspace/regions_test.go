@@ -94,7 +94,7 @@ func TestRegionRules(t *testing.T) {
 		"line endings changed to CRLF":        {train: strings.ReplaceAll(orig, "\n", "\r\n"), want: "fixed region 1 of train.py (lines 2-4 in the base) changed"},
 		"a marker hidden behind a lone CR":    {train: strings.Replace(orig, "SEED = 1", "SEED = 1\r# autoresearch:fixed-end\rSEED = 7", 1), want: "fixed region markers of train.py no longer pair up"},
 		"a new file with a region": {
-			files: map[string]string{"helper.py": "# autoresearch:fixed-begin\nx = 1\n# autoresearch:fixed-end\n"},
+			files: map[string]string{"tools/helper.py": "# autoresearch:fixed-begin\nx = 1\n# autoresearch:fixed-end\n"},
 		},
 	}
 	for name, tc := range cases {
@@ -114,7 +114,7 @@ func TestRegionRules(t *testing.T) {
 				want["train.py"] = tc.want
 			}
 			if tc.files != nil {
-				want["helper.py"] = "fixed region 1 of helper.py (lines 1-3) was added; only the start commit marks fixed regions"
+				want["tools/helper.py"] = "fixed region 1 of tools/helper.py (lines 1-3) was added; only the start commit marks fixed regions"
 			}
 			checkViolations(t, report.Violations, want)
 		})

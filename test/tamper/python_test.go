@@ -11,6 +11,7 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/torchtest"
 )
 
 // PyToy is the repository of the Python attacks: the fixed evaluation,
@@ -44,18 +45,27 @@ func TestPythonAttacks(t *testing.T) {
 	for _, s := range scripts {
 		name := strings.TrimSuffix(filepath.Base(s), ".sh")
 		t.Run(name, func(t *testing.T) {
-			if name == "installed-shadow" {
+			evalPython, files := "python3", map[string]string{}
+			switch name {
+			case "installed-shadow":
 				if len(installed) == 0 {
 					t.Skip("python3 has no installed package to shadow")
 				}
 				t.Setenv("INSTALLED_MODULE", installed[0])
+			case "optional-import-shadow":
+				// The evaluation imports torch, which tries dill.
+				evalPython = torchtest.Python(t)
+				if exec.Command(evalPython, "-c", "import dill").Run() == nil {
+					t.Skip("dill is installed: torch finds it")
+				}
+				files["eval.py"] = "import torch\n" + PyToy["eval.py"]
 			}
 			script, err := filepath.Abs(s)
 			if err != nil {
 				t.Fatal(err)
 			}
 			repo := filepath.Join(t.TempDir(), "repo")
-			files := map[string]string{"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
+			files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
 metadata:
   name: pytoy
@@ -66,11 +76,13 @@ spec:
   fixed: {files: [eval.py, reader.py], timeLimit: 10s}
   variable: {files: [train.sh]}
   train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: score, direction: maximize, command: "python3 eval.py"}
+  eval: {metric: score, direction: maximize, command: "` + evalPython + ` eval.py"}
   researcher: {command: "sh ` + script + `"}
-`}
+`
 			for k, v := range PyToy {
-				files[k] = v
+				if _, ok := files[k]; !ok {
+					files[k] = v
+				}
 			}
 			gittest.WriteFiles(t, repo, files)
 			gittest.Git(t, repo, "init", "-q", "-b", "main")
