@@ -77,9 +77,6 @@ type Local struct {
 	// toolEnv is the tool environment of training and evaluation, fixed
 	// when the run starts.
 	toolEnv []string
-	// pythonModules are the modules opts.Python imports from its
-	// installation, listed when the run starts (installedPythonModules).
-	pythonModules map[string]bool
 	// rebaselined says that save must record the protocol in force anew.
 	rebaselined bool
 	// gitState is the repository's git machinery as the round's training
@@ -116,7 +113,7 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx), pythonModules: installedPythonModules(ctx, opts.Python)}
+	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
 	err := l.run(ctx)
 	return l.status, err
 }
@@ -776,7 +773,6 @@ func (l *Local) finish(ctx context.Context, a round.Action) (*round.Observation,
 // use makes ws the run's workspace, with the caches its rollbacks keep.
 func (l *Local) use(ws *workspace.Workspace) {
 	ws.Caches = v1alpha1.Strings(l.spec.Workspace.Caches)
-	ws.PythonModules = l.pythonModules
 	l.ws = ws
 }
 

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // The steps' tool environment. Go and Python read settings from files in
@@ -48,28 +47,6 @@ func measuredToolEnv(ctx context.Context) []string {
 		}
 	}
 	return env
-}
-
-// installedPythonModules are the top-level modules that python imports
-// from its installation, the standard library's and installed packages',
-// as it lists them isolated from the working directory and the
-// environment; none when there is no such interpreter. Compliance refuses
-// a new module of one of these names where the evaluation's Python looks
-// first.
-func installedPythonModules(ctx context.Context, python string) map[string]bool {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-I", "-c", "import pkgutil, sys\nprint(*sorted({m.name for m in pkgutil.iter_modules()} | set(sys.stdlib_module_names)), sep='\\n')")
-	cmd.Dir = os.TempDir()
-	out, err := cmd.Output()
-	if err != nil {
-		return nil
-	}
-	modules := map[string]bool{}
-	for name := range strings.FieldsSeq(string(out)) {
-		modules[name] = true
-	}
-	return modules
 }
 
 // checkoutToolEnv pins what tools would otherwise look for in the parents

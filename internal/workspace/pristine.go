@@ -83,7 +83,7 @@ func (w *Workspace) CheckPristine(ctx context.Context, base, cand string, fixed,
 	if err != nil {
 		return nil, err
 	}
-	violations = append(violations, p.pythonShadows(changes, imports, w.PythonModules)...)
+	violations = append(violations, p.pythonShadows(changes, imports)...)
 	regions, err := w.checkRegions(ctx, base, cand, changes, fixed)
 	if err != nil {
 		return nil, err
@@ -285,15 +285,15 @@ var startupModules = map[string]bool{"sitecustomize": true, "usercustomize": tru
 // (the experiment directory and the directory of a fixed Python file) it
 // refuses every new module and regular package (one with an __init__):
 // fixed code imports modules through the modules it imports, whether or
-// not it names them — the standard library's, installed ones (of
-// installed, the evaluation's Python's packages), and optional ones it
-// tries and goes without when they are missing (torch tries dill) — and a
+// not it names them — the standard library's, installed ones, and
+// optional ones it tries and goes without when they are missing (torch
+// tries dill) — and a
 // module of any such name there would run inside the evaluation. Helper
 // code goes in a variable file, or in a subdirectory without an __init__.
 // Anywhere it refuses a new or changed Python start-up file
 // (sitecustomize, usercustomize or a .pth file) and compiled Python, which
 // Python may load instead of the source.
-func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]string, installed map[string]bool) []Violation {
+func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]string) []Violation {
 	firstDirs := map[string]bool{}
 	for _, f := range p.fixedFiles {
 		if path.Ext(f.rel) == ".py" {
@@ -313,8 +313,6 @@ func (p pristine) pythonShadows(changes []treeChange, imports map[[2]string]stri
 			return ""
 		case pythonStdlib[name]:
 			return "the standard library's module " + name + ", which fixed Python code imports through the modules it imports"
-		case installed[name]:
-			return "the installed module " + name + ", which fixed Python code may import through the modules it imports"
 		}
 		return "whatever module named " + name + " fixed Python code imports through the modules it imports, or tries to (torch tries dill); " +
 			"put helper code in a variable file, or in a subdirectory without an __init__"

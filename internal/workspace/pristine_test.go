@@ -174,7 +174,6 @@ func TestPristineRules(t *testing.T) {
 		"Python modules that shadow what fixed code imports through other modules": {
 			edit: func(t *testing.T, w *Workspace) {
 				// argparse imports gettext, torch imports typing_extensions.
-				w.PythonModules = map[string]bool{"typing_extensions": true, "filelock": true}
 				writeFiles(t, w.Dir, map[string]string{
 					"gettext.py":             "import builtins\n",
 					"typing_extensions.py":   "",
@@ -185,9 +184,9 @@ func TestPristineRules(t *testing.T) {
 			},
 			want: map[string]string{
 				"gettext.py":             "new file gettext.py shadows the standard library's module gettext",
-				"typing_extensions.py":   "shadows the installed module typing_extensions",
+				"typing_extensions.py":   "shadows whatever module named typing_extensions",
 				"locale/__init__.py":     "new package directory locale/ (with locale/__init__.py) shadows the standard library's module locale",
-				"filelock/__init__.py":   "shadows the installed module filelock",
+				"filelock/__init__.py":   "shadows whatever module named filelock",
 				"asyncio.cpython-311.so": "shadows the standard library's module asyncio",
 			},
 		},
@@ -223,7 +222,6 @@ func TestPristineRules(t *testing.T) {
 		},
 		"Python modules that shadow nothing": {
 			edit: func(t *testing.T, w *Workspace) {
-				w.PythonModules = map[string]bool{"typing_extensions": true}
 				writeFiles(t, w.Dir, map[string]string{
 					"model/new.py":             "", // model/ is the Researcher's package already
 					"sub/numpy.py":             "", // not where Python looks

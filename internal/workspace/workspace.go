@@ -50,12 +50,6 @@ type Workspace struct {
 	// Caches are the git-ignored paths, relative to Dir, that Rollback
 	// keeps.
 	Caches []string
-	// PythonModules are the top-level modules that the evaluation's
-	// Python imports from outside the checkout, its installed packages,
-	// when the supervisor could ask it; compliance refuses a new module of
-	// such a name, or of the standard library's, where that Python looks
-	// first.
-	PythonModules map[string]bool
 }
 
 // Create makes the worktree at worktreePath on a new branch
