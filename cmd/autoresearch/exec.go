@@ -62,6 +62,9 @@ output.
 parity runs the kernel parity check of --targets in --workdir and completes
 the compliance result of ` + "`workspace check`" + ` given with --compliance.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := undumpable(); err != nil {
+				return fmt.Errorf("make the step wrapper undumpable: %w", err)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			switch f.step {

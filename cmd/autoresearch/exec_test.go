@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -310,4 +311,22 @@ func readTestFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestExecMakesItselfUndumpable: the step wrapper runs beside candidate
+// code as the same user (kernel parity, training), which must not trace it
+// nor reach its memory or descriptors through /proc to change the result
+// it writes.
+func TestExecMakesItselfUndumpable(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("PR_SET_DUMPABLE is Linux's")
+	}
+	dir := t.TempDir()
+	if _, err := execute(t, "exec", "--step", "train", "--round", "1", "--workdir", dir, "--timeout", "10s",
+		"--log", filepath.Join(dir, "train.log"), "--result", filepath.Join(dir, "result"), "--", "true"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := dumpable(); err != nil || d {
+		t.Errorf("after exec the process is dumpable: %t (%v)", d, err)
+	}
 }
