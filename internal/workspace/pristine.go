@@ -287,9 +287,9 @@ var startupModules = map[string]bool{"sitecustomize": true, "usercustomize": tru
 // fixed code imports modules through the modules it imports, whether or
 // not it names them — the standard library's, installed ones, and
 // optional ones it tries and goes without when they are missing (torch
-// tries dill) — and a
-// module of any such name there would run inside the evaluation. Helper
-// code goes in a variable file, or in a subdirectory without an __init__.
+// tries dill) — and a module of any such name there would run inside the
+// evaluation. Helper code goes in a variable file, or in a subdirectory
+// without an __init__.
 // Anywhere it refuses a new or changed Python start-up file
 // (sitecustomize, usercustomize or a .pth file) and compiled Python, which
 // Python may load instead of the source.
