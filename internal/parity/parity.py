@@ -18,16 +18,30 @@
 # path but while it imports the fixed baseline and fixture: python -c puts
 # the working directory, the checkout, first, where a candidate's module
 # named like one that torch imports, or tries to, would load here.
+import os
 import sys
 
-sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+
+def outside(root):
+    """Drops from the path every entry at or under root, the checkout: ""
+    and "." when it is the working directory, and any PYTHONPATH entry
+    there."""
+    root = os.path.realpath(root)
+
+    def under(entry):
+        entry = os.path.realpath(entry or ".")
+        return entry == root or entry.startswith(root.rstrip(os.sep) + os.sep)
+
+    sys.path[:] = [p for p in sys.path if not under(p)]
+
+
+outside(os.getcwd())
 
 import ctypes
 import importlib
 import inspect
 import io
 import json
-import os
 import subprocess
 
 DETAIL_LIMIT = 200
@@ -35,6 +49,7 @@ PR_SET_DUMPABLE = 4
 
 target = json.loads(sys.argv[1])
 NAME = target["name"]
+outside(target["dir"])
 
 
 def one_line(text):

@@ -161,6 +161,8 @@ func TestCheckLoadsNothingOfTheCheckoutButTheFixedModules(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dill.py"), []byte(disarmingDill), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Also where the training environment puts the checkout on the path.
+	t.Setenv("PYTHONPATH", dir)
 	got, err := Check(context.Background(), python, dir, []Target{target("numerical:rmsnorm")})
 	if err != nil {
 		t.Fatal(err)
