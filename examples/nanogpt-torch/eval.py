@@ -16,7 +16,9 @@ model may not print, nor set an attribute or hold a list or dict (which a
 fresh module makes harmless, but which no honest model needs); and every
 batch is checked at split points drawn from the operating system's
 randomness, with the later bytes replaced by real text from another row,
-which the model cannot tell from the batch it is scored on.
+which the model cannot tell from the batch it is scored on. A batch's rows
+lie far apart in the text, and shuffled they must keep their logits, so
+that no row learns another's target.
 """
 import io
 import math
@@ -37,7 +39,7 @@ CKPT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ckpt", "mo
 CAUSALITY_CHECKS = 3  # split points per batch
 CAUSALITY_ATOL = 1e-4
 # Graph nodes of a model that keeps state between calls, or prints.
-STATEFUL_NODES = {"prim::SetAttr": "sets an attribute", "prim::Print": "prints"}
+STATEFUL_NODES = {"prim::SetAttr": "sets an attribute", "prim::Print": "prints", "aten::warn": "warns"}
 
 
 def fail(message):
@@ -49,17 +51,20 @@ def windows(val):
     """Splits val into EVAL_BATCH-sized batches of (input, target, weight).
 
     Windows overlap by one byte, so every byte after the first is a target
-    exactly once. The last batch is padded to the full shape, with weight 0
-    on padding, because a traced model may only accept the shape it was
-    traced with.
+    exactly once. A batch's rows are windows far apart (batch b holds
+    windows b, b + n, b + 2n, … of n batches), so that no row holds the
+    byte another row's last position must predict. Batches are padded to
+    the full shape, with weight 0 on padding, because a traced model may
+    only accept the shape it was traced with.
     """
     data = torch.frombuffer(bytearray(val), dtype=torch.uint8).long()
     starts = list(range(0, len(data) - 1, CONTEXT_LEN))
-    for b in range(0, len(starts), EVAL_BATCH):
+    batches = -(-len(starts) // EVAL_BATCH)
+    for b in range(batches):
         x = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
         y = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
         w = torch.zeros(EVAL_BATCH, CONTEXT_LEN)
-        for row, start in enumerate(starts[b : b + EVAL_BATCH]):
+        for row, start in enumerate(starts[b::batches]):
             n = min(CONTEXT_LEN, len(data) - 1 - start)
             x[row, :n] = data[start : start + n]
             y[row, :n] = data[start + 1 : start + 1 + n]
@@ -122,12 +127,23 @@ def check_causal(model, x, logits, rng):
             fail(f"model is not causal: logits before position {split} change by {diff:.3g} when later bytes change")
 
 
+def check_rows(model, x, logits, rng):
+    """Fails when a row's logits depend on where it stands in the batch:
+    the rows, shuffled, must get their own logits back."""
+    order = list(range(EVAL_BATCH))
+    rng.shuffle(order)
+    diff = (model(x[order]) - logits[order]).abs().max().item()
+    if not diff <= CAUSALITY_ATOL:
+        fail(f"model mixes the rows of a batch: shuffled rows change their logits by {diff:.3g}")
+
+
 def evaluate(model, val):
     rng = random.SystemRandom()
     total_nats, total_bytes = 0.0, 0.0
     for x, y, w in windows(val):
         logits = model(x)
         check_causal(model, x, logits, rng)
+        check_rows(model, x, logits, rng)
         nll = F.cross_entropy(logits.reshape(-1, VOCAB_SIZE), y.to(model.device).reshape(-1), reduction="none")
         total_nats += (nll.double().cpu() * w.reshape(-1).double()).sum().item()
         total_bytes += w.sum().item()

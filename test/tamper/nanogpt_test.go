@@ -22,6 +22,8 @@ var nanogptModels = map[string]string{
 	"sets-attr":             "the model sets an attribute",
 	"keeps-inputs":          "the model holds a List[Tensor] attribute",
 	"prints":                "the model prints",
+	"warns":                 "the model warns",
+	"next-row":              "model mixes the rows of a batch",
 }
 
 // TestNanoGPTEvaluationRefusesCheatingModels runs examples/nanogpt-torch's

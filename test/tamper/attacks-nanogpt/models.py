@@ -3,10 +3,11 @@ working directory), as the model argv[1] names: the honest uniform model, or
 one that reads ahead of the byte it predicts where it hopes the evaluation
 does not look. Each cheat got a better val_bpb than honest work from an
 evaluation that checked causality on its first batch only, or (remembers)
-that called one module for every batch."""
+that called one module for every batch, or (next-row) whose batches were
+consecutive windows."""
 import os
 import sys
-
+import warnings
 from typing import List
 
 import torch
@@ -112,6 +113,25 @@ class Remembers(torch.nn.Module):
         return out
 
 
+class NextRow(torch.nn.Module):
+    """Predicts each row's last byte from the next row's first: where a
+    batch's rows are consecutive windows, that is its target."""
+
+    def forward(self, x):
+        nxt = torch.nn.functional.one_hot(x.roll(-1, dims=0)[:, 0], VOCAB_SIZE).float() * 30.0
+        mask = torch.zeros(1, x.shape[1], 1)
+        mask[0, -1, 0] = 1.0
+        return torch.zeros(x.shape[0], x.shape[1], VOCAB_SIZE) + mask * nxt.unsqueeze(1)
+
+
+class Warns(torch.nn.Module):
+    """Prints through a warning."""
+
+    def forward(self, x):
+        warnings.warn("val_bpb: 0.000001")
+        return torch.zeros(x.shape[0], x.shape[1], 256)
+
+
 class Prints(torch.nn.Module):
     """Prints a metric line of its own."""
 
@@ -121,10 +141,11 @@ class Prints(torch.nn.Module):
 
 
 models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batch": KnowsTheFirstBatch,
-          "sets-attr": SetsAttr, "prints": Prints, "keeps-inputs": KeepsInputs, "remembers": Remembers}
+          "sets-attr": SetsAttr, "prints": Prints, "keeps-inputs": KeepsInputs, "remembers": Remembers,
+          "next-row": NextRow, "warns": Warns}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
-if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers"):
+if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
