@@ -118,8 +118,10 @@ def run(role, fn, fixture):
 
 # The child: load the candidate and the fixture, call the candidate, and
 # send back its signature and output, or what went wrong, on the pipe whose
-# descriptor is argv[2]. It reports through the pipe only; what it prints
-# is kept for a failure's detail.
+# descriptor is argv[2]. It reports through the pipe only. What it prints
+# goes to this process's stderr, where a verdict line of its own counts for
+# nothing: a PARITY_FAIL line fails the check whatever else was printed,
+# and a pass takes this process's PARITY_OK and exit code 0.
 CHILD = r'''
 import importlib, inspect, io, json, os, sys
 target, fd = json.loads(sys.argv[1]), int(sys.argv[2])
@@ -167,17 +169,16 @@ def run_new():
     try:
         child = subprocess.Popen(
             [sys.executable, "-B", "-c", CHILD, sys.argv[1], str(write_end)],
-            pass_fds=(write_end,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            pass_fds=(write_end,), stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
             cwd=os.getcwd(),
         )
     finally:
         os.close(write_end)
     with os.fdopen(read_end, "rb") as pipe:
         sent = pipe.read()
-    printed = child.stdout.read().decode(errors="replace")
     code = child.wait()
     if not sent:
-        fail("error", f"the candidate's process exited with code {code} without a result: {printed[-DETAIL_LIMIT:]}")
+        fail("error", f"the candidate's process exited with code {code} without a result (its output is in the log)")
     try:
         return torch.load(io.BytesIO(sent), weights_only=True)
     except Exception as exc:

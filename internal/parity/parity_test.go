@@ -48,6 +48,7 @@ func TestCheckRunsScript(t *testing.T) {
 	}{
 		"matching candidate": {newModule: "same:rmsnorm"},
 		"in-place candidate": {newModule: "inplace:rmsnorm"},
+		"chatty candidate":   {newModule: "chatty:rmsnorm"},
 		"signature mismatch": {newModule: "signature:rmsnorm", want: &failureKind{"rmsnorm", KindSignature}, wantDetail: "new(x, weight, eps=1e-05) vs baseline(x, weight, eps=1e-06)"},
 		"shape mismatch":     {newModule: "shape:rmsnorm", want: &failureKind{"rmsnorm", KindShape}, wantDetail: "shape (4, 8) vs (4, 8, 16)"},
 		"dtype mismatch":     {newModule: "dtype:rmsnorm", want: &failureKind{"rmsnorm", KindShape}, wantDetail: "dtype torch.float64 vs torch.float32"},
