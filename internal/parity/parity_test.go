@@ -105,6 +105,23 @@ func TestCheckStopsAtFirstFailure(t *testing.T) {
 	}
 }
 
+// copyTestdata copies the named files of testdata into a new directory,
+// which it returns.
+func copyTestdata(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 func TestCheckRelativeDir(t *testing.T) {
 	python := torchtest.Python(t)
 	got, err := Check(context.Background(), python, "testdata", []Target{target("same:rmsnorm")})
@@ -115,16 +132,7 @@ func TestCheckRelativeDir(t *testing.T) {
 
 func TestCheckLeavesNoBytecode(t *testing.T) {
 	python := torchtest.Python(t)
-	dir := t.TempDir()
-	for _, name := range []string{"reference.py", "same.py"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := copyTestdata(t, "reference.py", "same.py")
 	got, err := Check(context.Background(), python, dir, []Target{target("same:rmsnorm")})
 	if err != nil || got != nil {
 		t.Fatalf("Check = %+v, %v; want a pass", got, err)
@@ -149,16 +157,7 @@ def extend(*args, **kwargs): pass
 // checkout on its path.
 func TestCheckLoadsNothingOfTheCheckoutButTheFixedModules(t *testing.T) {
 	python := torchtest.Python(t)
-	dir := t.TempDir()
-	for _, name := range []string{"reference.py", "numerical.py"} {
-		data, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := copyTestdata(t, "reference.py", "numerical.py")
 	if err := os.WriteFile(filepath.Join(dir, "dill.py"), []byte(disarmingDill), 0o644); err != nil {
 		t.Fatal(err)
 	}
