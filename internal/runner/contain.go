@@ -104,13 +104,14 @@ exit $?`
 
 // nsMountInit is nsInit for a step with mounts: its arguments after the
 // command are pairs of ro or rw and a path, applied in order. Each path is
-// bound onto itself (or, for hide:<empty>, the empty file or directory is bound onto it) and
-// remounted read-only or read-write (read-only for hide), keeping the
-// flags it had (nosuid, nodev, …: a user namespace may not drop them). A
-// mount that fails fails the step before its command runs. The init enters
-// its directory again, by path: the one it started in is under the mounts,
-// and a relative path from it would go around them. The command then runs
-// without the power to undo them (dropMountPower fills in how).
+// bound onto itself (or, for hide:<empty>, the empty file or directory is
+// bound onto it) and remounted read-only or read-write (read-only for
+// hide), keeping the flags it had (nosuid, nodev, …: a user namespace may
+// not drop them). A mount that fails fails the step before its command
+// runs. The init enters its directory again, by path: the one it started
+// in is under the mounts, and a relative path from it would go around
+// them. The command then runs without the power to undo them
+// (dropMountPower fills in how).
 const nsMountInit = `cmd=$1
 shift
 while [ $# -gt 1 ]; do

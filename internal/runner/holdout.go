@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
@@ -143,6 +142,9 @@ func (x *Experiment) checkHoldoutFile(ctx context.Context) error {
 	return nil
 }
 
+// checkHoldoutDir refuses a holdout directory that is not a directory on
+// this machine, or that is, holds or lies in the repository or the
+// worktree: every other step gets it hidden, which would hide their files.
 func (x *Experiment) checkHoldoutDir(dir string) error {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("spec.holdout.dir %s is not a directory on this machine: it holds the holdout's command files and data", dir)
@@ -169,7 +171,7 @@ func overlaps(a, b string) bool {
 	a, b = resolve(a), resolve(b)
 	within := func(p, dir string) bool {
 		rel, err := filepath.Rel(dir, p)
-		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+		return err == nil && filepath.IsLocal(rel)
 	}
 	return within(a, b) || within(b, a)
 }

@@ -55,6 +55,7 @@ func newPristineExperiment(t *testing.T) (*Workspace, string) {
 func TestPristineRules(t *testing.T) {
 	cases := map[string]struct {
 		edit     func(t *testing.T, w *Workspace)
+		fixed    []string          // instead of pristineFixed
 		variable []string          // instead of pristineVariable
 		want     map[string]string // path → words of its reason
 	}{
@@ -232,6 +233,14 @@ func TestPristineRules(t *testing.T) {
 				})
 			},
 		},
+		"new modules where no fixed Python file is": {
+			// The evaluation is Go: nothing makes the experiment directory
+			// a Python evaluation's.
+			fixed: []string{"gocheck/main.go"},
+			edit: func(t *testing.T, w *Workspace) {
+				writeFiles(t, w.Dir, map[string]string{"helpers.py": "", "gettext.py": "", "dill/__init__.py": ""})
+			},
+		},
 		"Python start-up files": {
 			edit: func(t *testing.T, w *Workspace) {
 				writeFiles(t, w.Dir, map[string]string{"tools/sitecustomize.py": "", "hack.pth": "import os\n", "usercustomize/__init__.py": ""})
@@ -250,11 +259,14 @@ func TestPristineRules(t *testing.T) {
 			t.Parallel()
 			w, base := newPristineExperiment(t)
 			tc.edit(t, w)
-			variable := pristineVariable
+			fixed, variable := pristineFixed, pristineVariable
+			if tc.fixed != nil {
+				fixed = tc.fixed
+			}
 			if tc.variable != nil {
 				variable = tc.variable
 			}
-			report, err := sealAndCheck(context.Background(), t, w, base, pristineFixed, variable)
+			report, err := sealAndCheck(context.Background(), t, w, base, fixed, variable)
 			if err != nil {
 				t.Fatal(err)
 			}
