@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +43,7 @@ func newRunCommand() *cobra.Command {
 		grace      time.Duration
 		rebaseline bool
 		gpus       []string
+		writable   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "run -f experiment.yaml",
@@ -66,9 +68,14 @@ func newRunCommand() *cobra.Command {
 				fmt.Fprintln(cmd.ErrOrStderr(), "\nAborting the current step; the next run restarts its round.")
 				abort()
 			}()
+			for i, w := range writable {
+				if writable[i], err = filepath.Abs(w); err != nil {
+					return err
+				}
+			}
 			opts := runner.Options{
 				Out: cmd.OutOrStdout(), Verbose: verbose, Stop: stop, Grace: grace, KillGrace: grace, Rebaseline: rebaseline,
-				GPUs: gpus,
+				GPUs: gpus, Writable: writable,
 			}
 			if len(gpus) == 0 && x.Object.Spec.Candidates > 1 {
 				// One GPU each, from the ones this shell was given.
@@ -93,6 +100,7 @@ func newRunCommand() *cobra.Command {
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "stream the Researcher's, training's and evaluation's output")
 	cmd.Flags().DurationVar(&grace, "grace", runner.DefaultGrace, "buffer past a time limit before SIGTERM, and between SIGTERM and SIGKILL")
 	cmd.Flags().StringSliceVar(&gpus, "gpus", nil, "the GPUs the candidates of a round (spec.candidates) train and evaluate on, one each in turn, e.g. 0,1,2,3; each step sees its own as CUDA_VISIBLE_DEVICES (default: the devices CUDA_VISIBLE_DEVICES lists, when spec.candidates > 1)")
+	cmd.Flags().StringSliceVar(&writable, "writable", nil, "a directory that training and evaluation may write besides their checkout (a dataset cache, a scratch disk): the rest of the machine is read-only to them where steps get read-only mounts; repeat or separate with commas")
 	cmd.Flags().BoolVar(&rebaseline, "rebaseline", false, "accept a measure (fixed files, train or eval command, metric, baseline…) changed since the experiment started: measure the baseline again on the best code before the next round; the rounds done keep their verdicts")
 	return cmd
 }

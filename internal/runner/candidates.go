@@ -221,7 +221,8 @@ func (l *Local) trainedGitState(ctx context.Context, a round.Action) ([]string, 
 	return c.undone, nil
 }
 
-// candidateMounts are a candidate Researcher's: everything of the
+// candidateMounts are a candidate Researcher's: the machine as every
+// Researcher sees it (researcherMachine), and everything of the
 // experiment read-only but its own copy of the files and its log
 // directory.
 func (l *Local) candidateMounts(ctx context.Context, root, logs string) ([]Mount, error) {
@@ -233,14 +234,14 @@ func (l *Local) candidateMounts(ctx context.Context, root, logs string) ([]Mount
 	if err != nil {
 		return nil, err
 	}
-	return l.hiding([]Mount{
-		{Path: l.x.Repo, ReadOnly: true},
-		{Path: common, ReadOnly: true},
-		{Path: l.ws.Root, ReadOnly: true},
-		{Path: root},
-		{Path: logs},
-		{Path: goEnv},
-	})
+	return l.hiding(append(l.researcherMachine(),
+		Mount{Path: l.x.Repo, ReadOnly: true},
+		Mount{Path: common, ReadOnly: true},
+		Mount{Path: l.ws.Root, ReadOnly: true},
+		Mount{Path: root},
+		Mount{Path: logs},
+		Mount{Path: goEnv},
+	))
 }
 
 // keepCombinedRef adds the ref of a's candidate, which spec.combine added

@@ -103,23 +103,43 @@ const nsInit = `/bin/sh -c "$1"
 exit $?`
 
 // nsMountInit is nsInit for a step with mounts: its arguments after the
-// command are pairs of ro or rw and a path, applied in order. Each path is
-// bound onto itself (or, for hide:<empty>, the empty file or directory is
-// bound onto it) and remounted read-only or read-write (read-only for
-// hide), keeping the flags it had (nosuid, nodev, …: a user namespace may
-// not drop them). A mount that fails fails the step before its command
-// runs. The init enters its directory again, by path: the one it started
-// in is under the mounts, and a relative path from it would go around
-// them. The command then runs without the power to undo them
-// (dropMountPower fills in how).
-const nsMountInit = `cmd=$1
+// command are pairs of a mode and a path, applied in order. For ro and rw
+// (and hide:<empty>, where the empty file or directory is bound onto the
+// path) the path is bound onto itself and remounted read-only or
+// read-write (read-only for hide), keeping the flags it had (nosuid,
+// nodev, …: a user namespace may not drop them). For tree, every mount
+// point at or under the path but the kernel's own file systems (/proc,
+// /sys, /dev) is remounted read-only in place; a mount point that findmnt
+// has to escape fails the step rather than stay writable. For tmpfs an
+// empty file system of the step's own is mounted on the path. A mount that
+// fails fails the step before its command runs. The init enters its
+// directory again, by path: the one it started in is under the mounts,
+// and a relative path from it would go around them. The command then runs
+// without the power to undo them (dropMountPower fills in how).
+const nsMountInit = `readonly_tree() {
+	mounts=$(findmnt -rn -o TARGET,VFS-OPTIONS) || return 1
+	while read -r target opts; do
+		case $target in /proc | /proc/* | /sys | /sys/* | /dev | /dev/*) continue ;; esac
+		case $1 in /) ;; *) case $target in "$1" | "$1"/*) ;; *) continue ;; esac ;; esac
+		case $target in *\\*) echo "autoresearch: cannot name the mount $target for the step" >&2; return 1 ;; esac
+		mount -o "remount,bind,ro${opts#r[ow]}" -- "$target" || return 1
+	done <<-MOUNTS
+	$mounts
+	MOUNTS
+}
+cmd=$1
 shift
 while [ $# -gt 1 ]; do
 	mode=$1 src=$2
 	case $1 in hide:*) mode=ro src=${1#hide:} ;; esac
-	mount --bind -- "$src" "$2" &&
-		opts=$(findmnt -n -o VFS-OPTIONS --mountpoint "$2" | tail -n 1) &&
-		mount -o "remount,bind,$mode${opts#r[ow]}" -- "$2" "$2" || {
+	case $mode in
+	tree) readonly_tree "$2" ;;
+	tmpfs) mount -t tmpfs -o nosuid,nodev,mode=1777 -- tmpfs "$2" ;;
+	*)
+		mount --bind -- "$src" "$2" &&
+			opts=$(findmnt -n -o VFS-OPTIONS --mountpoint "$2" | tail -n 1) &&
+			mount -o "remount,bind,$mode${opts#r[ow]}" -- "$2" "$2" ;;
+	esac || {
 		echo "autoresearch: cannot mount $2 $1 for the step" >&2
 		exit 125
 	}
@@ -134,10 +154,18 @@ exit $?`
 type Mount struct {
 	Path     string
 	ReadOnly bool
+	// Tree, with ReadOnly, makes every mount at or under Path read-only
+	// where it is, instead of binding Path: with Path "/", the step writes
+	// nothing of the machine but what later mounts make writable again.
+	Tree bool
 	// Hide, when set, is an empty file or directory bound read-only over
 	// Path, a file or directory of the same kind, so that the step reads
 	// and writes nothing there.
 	Hide string
+	// Fresh mounts an empty, writable file system of the step's own on
+	// Path, a directory: what other steps write there, the step does not
+	// see, and the reverse.
+	Fresh bool
 }
 
 // argv is the command line that runs command under c, with mounts when
@@ -153,6 +181,10 @@ func (c containment) argv(command string, mounts []Mount) []string {
 	for _, m := range mounts {
 		mode := "rw"
 		switch {
+		case m.Tree:
+			mode = "tree"
+		case m.Fresh:
+			mode = "tmpfs"
 		case m.Hide != "":
 			mode = "hide:" + m.Hide
 		case m.ReadOnly:

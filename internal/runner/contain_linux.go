@@ -58,8 +58,8 @@ func (c containment) addNamespaces(a *syscall.SysProcAttr, mounted bool) {
 }
 
 // probeMounts tries the mounts of a step under c on a directory of its own:
-// one read-only, one read-write inside it, and that the command can write
-// only the second.
+// the whole machine read-only, one directory read-only again, one
+// read-write inside it, and that the command can write only the last.
 func probeMounts(c containment) bool {
 	dir, err := os.MkdirTemp("", "autoresearch-mounts-")
 	if err != nil {
@@ -73,7 +73,7 @@ func probeMounts(c containment) bool {
 	if err := os.Mkdir(rw, 0o755); err != nil {
 		return false
 	}
-	argv := c.argv(`true >"$PROBE/ro" 2>/dev/null; true >"$PROBE/rw/rw"`, []Mount{{Path: dir, ReadOnly: true}, {Path: rw}})
+	argv := c.argv(`true >"$PROBE/ro" 2>/dev/null; true >"$PROBE/rw/rw"`, []Mount{{Path: "/", ReadOnly: true, Tree: true}, {Path: dir, ReadOnly: true}, {Path: rw}})
 	probe := exec.Command(argv[0], argv[1:]...)
 	probe.Env = append(os.Environ(), "PROBE="+dir)
 	probe.SysProcAttr = c.attr(true)

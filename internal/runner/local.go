@@ -60,6 +60,12 @@ type Options struct {
 	// GPUs are the devices the candidates of a round train and evaluate
 	// on, one each in turn, as CUDA_VISIBLE_DEVICES; none sets nothing.
 	GPUs []string
+	// Writable are directories that training and evaluation write besides
+	// their checkout and scratch — a dataset cache, a scratch disk — where
+	// the rest of the machine is read-only to them. What training writes
+	// there, evaluation may read: no tool that evaluation runs belongs
+	// there.
+	Writable []string
 	// OutputUsername and OutputToken answer the https server of
 	// spec.output.git; without a token the push uses git's own means over
 	// ssh (the user's ssh agent, keys and known hosts) and none over https.
@@ -77,6 +83,12 @@ type Local struct {
 	// toolEnv is the tool environment of training and evaluation, fixed
 	// when the run starts.
 	toolEnv []string
+	// tools are the directories of the tools that training and evaluation
+	// run, read-only to Researchers (toolDirs).
+	tools []string
+	// goCache says that training and evaluation read the user's Go build
+	// cache (scratchEnv).
+	goCache bool
 	// rebaselined says that save must record the protocol in force anew.
 	rebaselined bool
 	// gitState is the repository's git machinery as the round's training
@@ -113,7 +125,7 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
+	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx), tools: toolDirs(ctx), goCache: userGoCache(ctx)}
 	err := l.run(ctx)
 	return l.status, err
 }
@@ -121,6 +133,11 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 func (l *Local) run(ctx context.Context) error {
 	if err := l.x.checkHoldoutFile(ctx); err != nil {
 		return err
+	}
+	for _, w := range l.opts.Writable {
+		if fi, err := os.Stat(w); err != nil || !fi.IsDir() || !filepath.IsAbs(w) {
+			return fmt.Errorf("writable %q: not the absolute path of a directory", w)
+		}
 	}
 	obs, err := l.load(ctx)
 	if err != nil {
@@ -602,13 +619,17 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 		if err != nil {
 			return nil, err
 		}
-		mounts, err := l.stepMounts(ctx, run)
+		s, err := stepScratch(run, l.cacheDir(cacheTrain))
+		if err != nil {
+			return nil, err
+		}
+		mounts, err := l.stepMounts(ctx, run, s)
 		if err != nil {
 			return nil, err
 		}
 		check := func(ctx context.Context, argv []string, dir string) (string, int, error) {
 			exit, output, err := Process{
-				Command: ShellCommand(argv), Dir: dir, Env: append(append(l.baseEnv(a.Round), l.toolEnv...), envVars(l.spec.Train.Env)...),
+				Command: ShellCommand(argv), Dir: dir, Env: append(append(append(l.baseEnv(a.Round), l.toolEnv...), l.scratchEnv(s)...), envVars(l.spec.Train.Env)...),
 				Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
 				LogPath: filepath.Join(l.stepDir(a), "parity.log"), Mounts: mounts,
 			}.RunOutput(ctx)
@@ -639,12 +660,16 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 	if err != nil {
 		return nil, err
 	}
-	mounts, err := l.stepMounts(ctx, run)
+	s, err := stepScratch(run, l.cacheDir(cacheTrain))
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := l.stepMounts(ctx, run, s)
 	if err != nil {
 		return nil, err
 	}
 	limit := l.spec.Fixed.TimeLimit.Duration
-	env := append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), l.gpuEnv(a)...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
+	env := append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), l.scratchEnv(s)...), l.gpuEnv(a)...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
 	if e := l.spec.EpochLimitString(); e != "" {
 		env = append(env, "AUTORESEARCH_EPOCH_LIMIT="+e)
 	}
@@ -698,12 +723,16 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	if a.Sample > 0 {
 		logPath = filepath.Join(l.stepDir(a), fmt.Sprintf("eval-%d.log", a.Sample))
 	}
-	mounts, err := l.stepMounts(ctx, run)
+	s, err := stepScratch(run, l.cacheDir(cacheEval))
+	if err != nil {
+		return nil, err
+	}
+	mounts, err := l.stepMounts(ctx, run, s)
 	if err != nil {
 		return nil, err
 	}
 	exit, output, err := Process{
-		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), l.gpuEnv(a)...), envVars(l.spec.Train.Env)...),
+		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), l.scratchEnv(s)...), l.gpuEnv(a)...), envVars(l.spec.Train.Env)...),
 		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(), Mounts: mounts,
 	}.RunOutput(ctx)
 	if err != nil {

@@ -204,7 +204,9 @@ func TestProcessFailuresBecomeVerdicts(t *testing.T) {
 }
 
 func TestStopAfterStepThenResume(t *testing.T) {
-	marker := filepath.Join(t.TempDir(), "training-round-2")
+	// Training may write the marker's directory only.
+	signals := t.TempDir()
+	marker := filepath.Join(signals, "training-round-2")
 	files := toyFiles(improvePlan, "")
 	files["train.sh"] = "#!/bin/sh\nSCORE=10\n[ \"$AUTORESEARCH_ROUND\" = 2 ] && touch " + marker + " && sleep 1\necho $SCORE > out.txt\n"
 	repo := newRepo(t, files)
@@ -220,7 +222,7 @@ func TestStopAfterStepThenResume(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	st, out := run(t, x, Options{Stop: stop})
+	st, out := run(t, x, Options{Stop: stop, Writable: []string{signals}})
 	if st.Phase != v1alpha1.PhaseSuspended || st.CurrentRound == nil || st.CurrentRound.Number != 2 ||
 		st.CurrentRound.Step != v1alpha1.StepEval || st.CurrentRound.StepState != v1alpha1.StepStatePending {
 		t.Fatalf("after the stop: phase %s, round %+v; want round 2 waiting to evaluate\n%s", st.Phase, st.CurrentRound, out)
@@ -267,7 +269,8 @@ func TestAbortMidRoundRestartsTheRound(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	if _, err := Run(ctx, x, Options{Grace: time.Second, KillGrace: time.Second}); err == nil {
+	// Training may write the marker's directory only.
+	if _, err := Run(ctx, x, Options{Grace: time.Second, KillGrace: time.Second, Writable: []string{dir}}); err == nil {
 		t.Fatal("an aborted run returned no error")
 	}
 

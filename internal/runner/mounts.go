@@ -4,21 +4,25 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
-// researcherMounts keep the user's repository and the supervisor's state
-// directory read-only for the Researcher of round n, and the git directory,
-// as its pod has it on a cluster: git is the supervisor's, and a Researcher
-// reads history but writes no object, ref, hook or configuration. It writes
-// its worktree, the round's directory, where it writes its result file and
-// transcripts, and its Go environment file. The ledger backup in the
-// round's directory is read-only again. What it changes of the worktree's
-// own git file is restored and fails compliance (supervisor.FinishResearch).
+// researcherMounts keep the machine read-only for the Researcher of round
+// n but its home and temporary directories, where agents keep their state
+// (researcherMachine); the user's repository and the supervisor's state
+// directory too, and the git directory, as its pod has it on a cluster:
+// git is the supervisor's, and a Researcher reads history but writes no
+// object, ref, hook or configuration. It writes its worktree, the round's
+// directory, where it writes its result file and transcripts, and its Go
+// environment file. The ledger backup in the round's directory is
+// read-only again. What it changes of the worktree's own git file is
+// restored and fails compliance (supervisor.FinishResearch).
 func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) {
 	common, err := l.gitCommonDir(ctx)
 	if err != nil {
@@ -28,15 +32,30 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 	if err != nil {
 		return nil, err
 	}
-	return l.hiding([]Mount{
-		{Path: l.x.Repo, ReadOnly: true},
-		{Path: common, ReadOnly: true},
-		{Path: l.ws.Root},
-		{Path: l.ws.StateDir(), ReadOnly: true},
-		{Path: l.roundDir(n)},
-		{Path: supervisor.BackupDir(l.ws.StateDir(), n), ReadOnly: true},
-		{Path: goEnv},
-	})
+	return l.hiding(append(l.researcherMachine(),
+		Mount{Path: l.x.Repo, ReadOnly: true},
+		Mount{Path: common, ReadOnly: true},
+		Mount{Path: l.ws.Root},
+		Mount{Path: l.ws.StateDir(), ReadOnly: true},
+		Mount{Path: l.roundDir(n)},
+		Mount{Path: supervisor.BackupDir(l.ws.StateDir(), n), ReadOnly: true},
+		Mount{Path: goEnv},
+	))
+}
+
+// researcherMachine is the machine as a Researcher sees it: read-only but
+// its home and temporary directories, and there read-only again the tools
+// that training and evaluation run (toolDirs), so that no Researcher
+// changes the interpreter or toolchain that measures it.
+func (l *Local) researcherMachine() []Mount {
+	mounts := []Mount{{Path: "/", ReadOnly: true, Tree: true}}
+	for _, d := range researcherWritable() {
+		mounts = append(mounts, Mount{Path: d})
+	}
+	for _, d := range l.tools {
+		mounts = append(mounts, Mount{Path: d, ReadOnly: true})
+	}
+	return mounts
 }
 
 // researcherGoEnvFile is the Researchers' Go environment file, created
@@ -50,31 +69,99 @@ func (l *Local) researcherGoEnvFile() (string, error) {
 	return goEnv, f.Close()
 }
 
-// stepMounts keep everything of the experiment read-only for training and
-// evaluation — the user's repository, its git directory, the worktree with
-// the supervisor's state, the ledger and the logs — but run, the step's own
-// checkout; and hide the holdout (hiding).
-func (l *Local) stepMounts(ctx context.Context, run string) ([]Mount, error) {
-	mounts, err := l.experimentMounts(ctx, run)
+// stepMounts keep the whole machine read-only for training, evaluation
+// and the parity check — the user's repository, its git directory, the
+// worktree with the supervisor's state, the ledger, the logs, and the
+// interpreters, toolchains and caches that a later evaluation runs — but
+// run, the step's own checkout, and its scratch (stepScratch); and hide
+// the holdout (hiding).
+func (l *Local) stepMounts(ctx context.Context, run string, s scratch) ([]Mount, error) {
+	mounts, err := l.experimentMounts(ctx, run, s)
 	if err != nil {
 		return nil, err
 	}
 	return l.hiding(mounts)
 }
 
-// experimentMounts are stepMounts without the holdout hidden, with run
-// last.
-func (l *Local) experimentMounts(ctx context.Context, run string) ([]Mount, error) {
+// experimentMounts are stepMounts without the holdout hidden, and with
+// readOnly read-only too.
+func (l *Local) experimentMounts(ctx context.Context, run string, s scratch, readOnly ...string) ([]Mount, error) {
 	common, err := l.gitCommonDir(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return []Mount{
-		{Path: l.x.Repo, ReadOnly: true},
-		{Path: common, ReadOnly: true},
-		{Path: l.ws.Root, ReadOnly: true},
-		{Path: run},
-	}, nil
+	mounts := []Mount{{Path: "/", ReadOnly: true, Tree: true}}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		mounts = append(mounts, Mount{Path: "/dev/shm", Fresh: true})
+	}
+	// Before the experiment's: what of it lies in one stays read-only.
+	for _, p := range l.opts.Writable {
+		mounts = append(mounts, Mount{Path: p})
+	}
+	for _, p := range append([]string{l.x.Repo, common, l.ws.Root}, readOnly...) {
+		mounts = append(mounts, Mount{Path: p, ReadOnly: true})
+	}
+	return append(mounts,
+		Mount{Path: run},
+		Mount{Path: s.tmp},
+		Mount{Path: s.cache},
+	), nil
+}
+
+// scratch is where a step that runs the experiment's code writes besides
+// its checkout: a temporary directory of its own, and the tool caches of
+// its kind of step.
+type scratch struct{ tmp, cache string }
+
+// stepScratch makes the scratch of the step with checkout run: a fresh
+// temporary directory beside it, and the caches in cacheDir, which only
+// steps of one kind share — training's (and the parity check's), the
+// evaluation's, the holdout's — so that no training run leaves anything
+// in a cache that an evaluation reads.
+func stepScratch(run, cacheDir string) (scratch, error) {
+	s := scratch{tmp: run + ".tmp", cache: cacheDir}
+	if err := os.RemoveAll(s.tmp); err != nil {
+		return s, err
+	}
+	if err := os.MkdirAll(s.tmp, 0o700); err != nil {
+		return s, err
+	}
+	return s, os.MkdirAll(s.cache, 0o700)
+}
+
+// scratchEnv points a step's tools at its scratch s: temporary files, and
+// the caches of the compilers that name their own (CUDA's and Triton's),
+// since the rest of the machine is read-only to the step. Go reads the
+// user's build cache, read-only, where there is one: it builds what is
+// missing without storing it. Where there is none, Go needs one it can
+// write, and gets the step's. AUTORESEARCH_CACHE_DIR is there for the
+// other tools a user points at it.
+func (l *Local) scratchEnv(s scratch) []string {
+	env := []string{
+		"TMPDIR=" + s.tmp,
+		"AUTORESEARCH_CACHE_DIR=" + s.cache,
+		"CUDA_CACHE_PATH=" + filepath.Join(s.cache, "nv"),
+		"TRITON_CACHE_DIR=" + filepath.Join(s.cache, "triton"),
+	}
+	if !l.goCache {
+		env = append(env, "GOCACHE="+filepath.Join(s.cache, "go-build"))
+	}
+	return env
+}
+
+// The kinds of step that share a cache.
+const (
+	cacheTrain   = "train"
+	cacheEval    = "eval"
+	cacheHoldout = "holdout"
+)
+
+// cacheDir is the cache of a kind of step.
+func (l *Local) cacheDir(kind string) string {
+	if kind == cacheHoldout {
+		return filepath.Join(l.x.HoldoutStateDir(), "cache")
+	}
+	return filepath.Join(l.ws.StateDir(), "cache", kind)
 }
 
 // hiding adds to mounts, when the experiment has a hidden holdout, which
@@ -94,6 +181,80 @@ func (l *Local) hiding(mounts []Mount) ([]Mount, error) {
 		return nil, err
 	}
 	return append(mounts, Mount{Path: l.x.File, Hide: empty}, Mount{Path: l.spec.Holdout.Dir, Hide: emptyDir}), nil
+}
+
+// researcherWritable are the directories a Researcher writes outside the
+// experiment: its home, where agents keep their settings and sessions, and
+// the machine's temporary directories.
+func researcherWritable() []string {
+	var dirs []string
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		dirs = append(dirs, home)
+	}
+	for _, d := range []string{"/tmp", "/var/tmp"} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// toolDirs are the directories of the tools that training and evaluation
+// run which lie where a Researcher writes (researcherWritable): those on
+// the PATH, Go's root, module cache and build cache, and the prefixes and site
+// packages of the Python interpreters on the PATH — a pyenv or a virtual
+// environment in the user's home, say. Tools a step finds another way are
+// not among them.
+func toolDirs(ctx context.Context) []string {
+	var found []string
+	found = append(found, filepath.SplitList(os.Getenv("PATH"))...)
+	if out, err := exec.CommandContext(ctx, "go", "env", "GOROOT", "GOMODCACHE", "GOCACHE").Output(); err == nil {
+		found = append(found, strings.Fields(string(out))...)
+	}
+	for _, py := range []string{"python3", "python"} {
+		out, err := exec.CommandContext(ctx, py, "-I", "-c", pythonDirs).Output()
+		if err == nil {
+			found = append(found, strings.Split(strings.TrimSpace(string(out)), "\n")...)
+		}
+	}
+	writable := researcherWritable()
+	var dirs []string
+	for _, d := range found {
+		d, err := filepath.EvalSymlinks(d)
+		if err != nil || !filepath.IsAbs(d) || slices.Contains(dirs, d) {
+			continue
+		}
+		for _, w := range writable {
+			// A tool directory that is the whole of one would leave the
+			// Researcher nowhere to write.
+			if w, err := filepath.EvalSymlinks(w); err == nil && d != w && inside(d, w) {
+				dirs = append(dirs, d)
+				break
+			}
+		}
+	}
+	return dirs
+}
+
+// pythonDirs prints an interpreter's prefixes and site packages.
+const pythonDirs = `import site, sys
+print("\n".join([sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix] + site.getsitepackages()))`
+
+// userGoCache reports whether the user has a Go build cache: Go's own
+// setting names an existing directory.
+func userGoCache(ctx context.Context) bool {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOCACHE").Output()
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(strings.TrimSpace(string(out)))
+	return err == nil && fi.IsDir()
+}
+
+// inside reports whether path is dir or lies below it.
+func inside(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 // gitCommonDir is the repository's git directory, which need not be in the

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -179,5 +180,89 @@ func TestAStepWithMountsIsContainedAsWithout(t *testing.T) {
 			}
 			neverWritten(t, file, 3*time.Second)
 		})
+	}
+}
+
+// TestTheMachineIsReadOnlyToAStep makes every mount of the machine
+// read-only to a step but a directory it writes, and gives it a shared
+// memory of its own: it writes nothing elsewhere that a later step would
+// read — a file beside its directory, one in a submount of the machine —
+// and what it leaves in /dev/shm is gone with it.
+func TestTheMachineIsReadOnlyToAStep(t *testing.T) {
+	shm, err := os.Stat("/dev/shm")
+	if err != nil || !shm.IsDir() {
+		t.Skip("no /dev/shm here")
+	}
+	for _, c := range mountContainments(t) {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rw, beside := filepath.Join(dir, "rw"), filepath.Join(dir, "beside")
+			if err := os.Mkdir(rw, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// A mount of the machine that is no step's: the sweep must
+			// reach submounts, not / alone.
+			sub := filepath.Join(dir, "submount")
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("mount", "-t", "tmpfs", "tmpfs", sub).CombinedOutput(); err != nil {
+				t.Logf("no submount (%v: %s): the sweep is tried on / alone", err, out)
+				sub = ""
+			} else {
+				t.Cleanup(func() { _ = exec.Command("umount", sub).Run() })
+			}
+			shmFile := filepath.Join("/dev/shm", "autoresearch-test-"+strconv.Itoa(os.Getpid())+"-"+strings.ReplaceAll(c.String(), " ", "-"))
+			t.Cleanup(func() { _ = os.Remove(shmFile) })
+			script := `echo step > "$BESIDE"; [ -z "$SUB" ] || echo step > "$SUB/file"; echo step > "$SHM" && echo wrote shm; echo step > /dev/null && echo wrote null; echo step > "$RW/file" && echo wrote rw`
+			p := Process{
+				Command: script, Dir: rw, Timeout: 20 * time.Second, KillGrace: time.Second,
+				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw},
+				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
+				Mounts: []Mount{{Path: "/", ReadOnly: true, Tree: true}, {Path: "/dev/shm", Fresh: true}, {Path: rw}},
+			}
+			exit, output, err := p.RunOutput(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exit.ExitCode == 125 {
+				t.Fatalf("the mounts failed: %s", output)
+			}
+			outside := []string{beside, shmFile}
+			if sub != "" {
+				outside = append(outside, filepath.Join(sub, "file"))
+			}
+			for _, f := range outside {
+				if _, err := os.Stat(f); err == nil {
+					t.Errorf("the step left %s, outside what it may write; output:\n%s", f, output)
+				}
+			}
+			for _, want := range []string{"wrote shm", "wrote null", "wrote rw"} {
+				if !strings.Contains(output, want) {
+					t.Errorf("output %q, want %q", output, want)
+				}
+			}
+		})
+	}
+}
+
+// TestWritableMustBeADirectory refuses, before any step, a writable
+// directory that is relative or not a directory at all: a mount of it
+// would fail every step instead.
+func TestWritableMustBeADirectory(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"data", file, filepath.Join(t.TempDir(), "gone")} {
+		repo := newRepo(t, toyFiles(improvePlan, ""))
+		_, err := Run(context.Background(), load(t, repo), Options{Writable: []string{w}})
+		if err == nil || !strings.Contains(err.Error(), "not the absolute path of a directory") {
+			t.Errorf("writable %q: error %v, want it refused", w, err)
+		}
 	}
 }

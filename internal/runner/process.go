@@ -198,7 +198,8 @@ func (p Process) mounts(c containment) ([]Mount, error) {
 		if err != nil {
 			return nil, fmt.Errorf("a mount of the step: %w", err)
 		}
-		mounts[i] = Mount{Path: path, ReadOnly: m.ReadOnly, Hide: m.Hide}
+		m.Path = path
+		mounts[i] = m
 	}
 	return mounts, nil
 }

@@ -1,0 +1,106 @@
+package tamper
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+)
+
+// TestToolchainAttacks runs the attacks in attacks-toolchain/, which change
+// no file of the experiment but the interpreter that the fixed evaluation
+// runs: a virtual environment of the user's, first on the PATH, whose
+// site-packages its user may write. Where steps get read-only mounts, the
+// machine is read-only to training, and the interpreter to the
+// Researcher: the attack plants nothing and the best stays the baseline's.
+// Without mounts the same attack gets its 99, which is why the runner
+// warns there.
+func TestToolchainAttacks(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	scripts, err := filepath.Glob("attacks-toolchain/*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no toolchain attacks: %v", err)
+	}
+	for _, s := range scripts {
+		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+		script, err := filepath.Abs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			if !runner.ReadOnlyMounts() {
+				t.Skip("steps get no read-only mounts here")
+			}
+			runToolchainAttack(t, python, script, "10")
+		})
+		t.Run(name+"/without-mounts", func(t *testing.T) {
+			defer runner.WithoutMounts()()
+			runToolchainAttack(t, python, script, "99")
+		})
+	}
+}
+
+// runToolchainAttack runs the attack script as the Researcher of one round
+// against PyToy, evaluated by a fresh virtual environment's python3, and
+// checks that the best value is want.
+func runToolchainAttack(t *testing.T, python, script, want string) {
+	dir := t.TempDir()
+	venv := filepath.Join(dir, "venv")
+	if out, err := exec.Command(python, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		t.Fatalf("python3 -m venv: %v\n%s", err, out)
+	}
+	evalPython := filepath.Join(venv, "bin", "python3")
+	t.Setenv("PATH", filepath.Join(venv, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("EVAL_PYTHON", evalPython)
+	repo := filepath.Join(dir, "repo")
+	files := map[string]string{"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toolchain
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 1
+  baseline: {runs: 1}
+  fixed: {files: [eval.py, reader.py], timeLimit: 10s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: score, direction: maximize, command: "` + evalPython + ` eval.py"}
+  researcher: {command: "sh ` + script + `"}
+`}
+	for k, v := range PyToy {
+		files[k] = v
+	}
+	gittest.WriteFiles(t, repo, files)
+	gittest.Git(t, repo, "init", "-q", "-b", "main")
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
+	x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	st, err := runner.Run(context.Background(), x, runner.Options{Out: &log})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	if st.Phase != v1alpha1.PhaseSucceeded || st.Best == nil || st.Best.Value != want {
+		t.Errorf("phase %s, best %+v; want the best %s\n%s", st.Phase, st.Best, want, log.String())
+	}
+	planted, err := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages", "zz-tuned.pth"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(planted) > 0; got != (want == "99") {
+		t.Errorf("planted %v; want a .pth file in the interpreter only where the attack got its 99", planted)
+	}
+}
