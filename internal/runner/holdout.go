@@ -221,7 +221,7 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 	}
 	exit, output, err := Process{
 		Command: h.Command, Dir: dir,
-		Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), l.scratchEnv(s)...), envVars(l.spec.Train.Env)...),
+		Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), scratchEnv(s)...), envVars(l.spec.Train.Env)...),
 			"AUTORESEARCH_HOLDOUT_DIR="+h.Dir),
 		Timeout: l.spec.HoldoutTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
 		LogPath: filepath.Join(l.x.HoldoutStateDir(), name+".log"), Mounts: mounts,

@@ -86,9 +86,6 @@ type Local struct {
 	// tools are the directories of the tools that training and evaluation
 	// run, read-only to Researchers (toolDirs).
 	tools []string
-	// goCache says that training and evaluation read the user's Go build
-	// cache (scratchEnv).
-	goCache bool
 	// rebaselined says that save must record the protocol in force anew.
 	rebaselined bool
 	// gitState is the repository's git machinery as the round's training
@@ -125,7 +122,7 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx), tools: toolDirs(ctx), goCache: userGoCache(ctx)}
+	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx), tools: toolDirs(ctx)}
 	err := l.run(ctx)
 	return l.status, err
 }
@@ -629,7 +626,7 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 		}
 		check := func(ctx context.Context, argv []string, dir string) (string, int, error) {
 			exit, output, err := Process{
-				Command: ShellCommand(argv), Dir: dir, Env: append(append(append(l.baseEnv(a.Round), l.toolEnv...), l.scratchEnv(s)...), envVars(l.spec.Train.Env)...),
+				Command: ShellCommand(argv), Dir: dir, Env: append(append(append(l.baseEnv(a.Round), l.toolEnv...), scratchEnv(s)...), envVars(l.spec.Train.Env)...),
 				Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
 				LogPath: filepath.Join(l.stepDir(a), "parity.log"), Mounts: mounts,
 			}.RunOutput(ctx)
@@ -669,7 +666,7 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 		return nil, err
 	}
 	limit := l.spec.Fixed.TimeLimit.Duration
-	env := append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), l.scratchEnv(s)...), l.gpuEnv(a)...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
+	env := append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), scratchEnv(s)...), l.gpuEnv(a)...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
 	if e := l.spec.EpochLimitString(); e != "" {
 		env = append(env, "AUTORESEARCH_EPOCH_LIMIT="+e)
 	}
@@ -732,7 +729,7 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 		return nil, err
 	}
 	exit, output, err := Process{
-		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), l.scratchEnv(s)...), l.gpuEnv(a)...), envVars(l.spec.Train.Env)...),
+		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), scratchEnv(s)...), l.gpuEnv(a)...), envVars(l.spec.Train.Env)...),
 		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(), Mounts: mounts,
 	}.RunOutput(ctx)
 	if err != nil {

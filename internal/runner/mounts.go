@@ -129,24 +129,18 @@ func stepScratch(run, cacheDir string) (scratch, error) {
 	return s, os.MkdirAll(s.cache, 0o700)
 }
 
-// scratchEnv points a step's tools at its scratch s: temporary files, and
-// the caches of the compilers that name their own (CUDA's and Triton's),
-// since the rest of the machine is read-only to the step. Go reads the
-// user's build cache, read-only, where there is one: it builds what is
-// missing without storing it. Where there is none, Go needs one it can
-// write, and gets the step's. AUTORESEARCH_CACHE_DIR is there for the
-// other tools a user points at it.
-func (l *Local) scratchEnv(s scratch) []string {
-	env := []string{
+// scratchEnv points a step's tools at its scratch s: temporary files, Go's
+// build cache, and the caches of the compilers that name their own (CUDA's
+// and Triton's), since the rest of the machine is read-only to the step.
+// AUTORESEARCH_CACHE_DIR is there for the other tools a user points at it.
+func scratchEnv(s scratch) []string {
+	return []string{
 		"TMPDIR=" + s.tmp,
 		"AUTORESEARCH_CACHE_DIR=" + s.cache,
+		"GOCACHE=" + filepath.Join(s.cache, "go-build"),
 		"CUDA_CACHE_PATH=" + filepath.Join(s.cache, "nv"),
 		"TRITON_CACHE_DIR=" + filepath.Join(s.cache, "triton"),
 	}
-	if !l.goCache {
-		env = append(env, "GOCACHE="+filepath.Join(s.cache, "go-build"))
-	}
-	return env
 }
 
 // The kinds of step that share a cache.
@@ -201,19 +195,18 @@ func researcherWritable() []string {
 
 // toolDirs are the directories of the tools that training and evaluation
 // run which lie where a Researcher writes (researcherWritable): those on
-// the PATH, Go's root, module cache and build cache, and the prefixes and site
-// packages of the Python interpreters on the PATH — a pyenv or a virtual
-// environment in the user's home, say. Tools a step finds another way are
-// not among them.
+// the PATH, Go's root, module cache and build cache, and the prefixes and
+// site-packages of the Python interpreters on the PATH — a pyenv or a
+// virtual environment in the user's home, say. Tools a step finds another
+// way are not among them.
 func toolDirs(ctx context.Context) []string {
-	var found []string
-	found = append(found, filepath.SplitList(os.Getenv("PATH"))...)
-	if out, err := exec.CommandContext(ctx, "go", "env", "GOROOT", "GOMODCACHE", "GOCACHE").Output(); err == nil {
-		found = append(found, strings.Fields(string(out))...)
-	}
-	for _, py := range []string{"python3", "python"} {
-		out, err := exec.CommandContext(ctx, py, "-I", "-c", pythonDirs).Output()
-		if err == nil {
+	found := filepath.SplitList(os.Getenv("PATH"))
+	for _, argv := range [][]string{
+		{"go", "env", "GOROOT", "GOMODCACHE", "GOCACHE"},
+		{"python3", "-I", "-c", pythonDirs},
+		{"python", "-I", "-c", pythonDirs},
+	} {
+		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output(); err == nil {
 			found = append(found, strings.Split(strings.TrimSpace(string(out)), "\n")...)
 		}
 	}
@@ -239,17 +232,6 @@ func toolDirs(ctx context.Context) []string {
 // pythonDirs prints an interpreter's prefixes and site packages.
 const pythonDirs = `import site, sys
 print("\n".join([sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix] + site.getsitepackages()))`
-
-// userGoCache reports whether the user has a Go build cache: Go's own
-// setting names an existing directory.
-func userGoCache(ctx context.Context) bool {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOCACHE").Output()
-	if err != nil {
-		return false
-	}
-	fi, err := os.Stat(strings.TrimSpace(string(out)))
-	return err == nil && fi.IsDir()
-}
 
 // inside reports whether path is dir or lies below it.
 func inside(path, dir string) bool {
