@@ -84,23 +84,32 @@ spec:
 					files[k] = v
 				}
 			}
-			gittest.WriteFiles(t, repo, files)
-			gittest.Git(t, repo, "init", "-q", "-b", "main")
-			gittest.Git(t, repo, "add", "-A")
-			gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
-			x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var log bytes.Buffer
-			st, err := runner.Run(context.Background(), x, runner.Options{Out: &log})
-			if err != nil {
-				t.Fatalf("run: %v\n%s", err, log.String())
-			}
+			st, log := runRepo(t, repo, files)
 			roundOneVerdict(t, st.History, v1alpha1.VerdictComplianceFailed)
 			if st.Best == nil || st.Best.Value != "10" {
-				t.Errorf("best %+v, want the baseline's 10\n%s", st.Best, log.String())
+				t.Errorf("best %+v, want the baseline's 10\n%s", st.Best, log)
 			}
 		})
 	}
+}
+
+// runRepo commits files as the repository repo and runs its
+// experiment.yaml to the end with the local runner; it returns the status
+// and what the run printed.
+func runRepo(t *testing.T, repo string, files map[string]string) (v1alpha1.AutoResearchStatus, string) {
+	t.Helper()
+	gittest.WriteFiles(t, repo, files)
+	gittest.Git(t, repo, "init", "-q", "-b", "main")
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
+	x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	st, err := runner.Run(context.Background(), x, runner.Options{Out: &log})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	return st, log.String()
 }

@@ -1,8 +1,6 @@
 package tamper
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
-	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
 )
 
@@ -80,21 +77,9 @@ spec:
 	for k, v := range PyToy {
 		files[k] = v
 	}
-	gittest.WriteFiles(t, repo, files)
-	gittest.Git(t, repo, "init", "-q", "-b", "main")
-	gittest.Git(t, repo, "add", "-A")
-	gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
-	x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	st, err := runner.Run(context.Background(), x, runner.Options{Out: &log})
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, log.String())
-	}
+	st, log := runRepo(t, repo, files)
 	if st.Phase != v1alpha1.PhaseSucceeded || st.Best == nil || st.Best.Value != want {
-		t.Errorf("phase %s, best %+v; want the best %s\n%s", st.Phase, st.Best, want, log.String())
+		t.Errorf("phase %s, best %+v; want the best %s\n%s", st.Phase, st.Best, want, log)
 	}
 	planted, err := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages", "zz-tuned.pth"))
 	if err != nil {
