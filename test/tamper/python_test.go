@@ -65,20 +65,7 @@ func TestPythonAttacks(t *testing.T) {
 				t.Fatal(err)
 			}
 			repo := filepath.Join(t.TempDir(), "repo")
-			files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: pytoy
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 1
-  baseline: {value: "10"}
-  fixed: {files: [eval.py, reader.py], timeLimit: 10s}
-  variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: score, direction: maximize, command: "` + evalPython + ` eval.py"}
-  researcher: {command: "sh ` + script + `"}
-`
+			files["experiment.yaml"] = pyToyExperiment("pytoy", `{value: "10"}`, evalPython, script)
 			for k, v := range PyToy {
 				if _, ok := files[k]; !ok {
 					files[k] = v
@@ -112,4 +99,23 @@ func runRepo(t *testing.T, repo string, files map[string]string) (v1alpha1.AutoR
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
 	return st, log.String()
+}
+
+// pyToyExperiment is the experiment file of a Python attack on PyToy: one
+// round whose Researcher runs script, evaluated by evalPython.
+func pyToyExperiment(name, baseline, evalPython, script string) string {
+	return `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: ` + name + `
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 1
+  baseline: ` + baseline + `
+  fixed: {files: [eval.py, reader.py], timeLimit: 10s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: score, direction: maximize, command: "` + evalPython + ` eval.py"}
+  researcher: {command: "sh ` + script + `"}
+`
 }

@@ -60,20 +60,7 @@ func runToolchainAttack(t *testing.T, python, script, want string) {
 	t.Setenv("PATH", filepath.Join(venv, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("EVAL_PYTHON", evalPython)
 	repo := filepath.Join(dir, "repo")
-	files := map[string]string{"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: toolchain
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 1
-  baseline: {runs: 1}
-  fixed: {files: [eval.py, reader.py], timeLimit: 10s}
-  variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: score, direction: maximize, command: "` + evalPython + ` eval.py"}
-  researcher: {command: "sh ` + script + `"}
-`}
+	files := map[string]string{"experiment.yaml": pyToyExperiment("toolchain", "{runs: 1}", evalPython, script)}
 	for k, v := range PyToy {
 		files[k] = v
 	}
