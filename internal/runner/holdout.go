@@ -209,19 +209,15 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 	if err != nil {
 		return nil, err
 	}
-	s, err := stepScratch(run, l.cacheDir(cacheHoldout))
-	if err != nil {
-		return nil, err
-	}
 	// The candidate's code runs here too: the holdout's data and state are
 	// read-only to it, but its own checkout and scratch.
-	mounts, err := l.experimentMounts(ctx, run, s, h.Dir)
+	mounts, stepEnv, err := l.experimentMounts(ctx, run, cacheHoldout, h.Dir)
 	if err != nil {
 		return nil, err
 	}
 	exit, output, err := Process{
 		Command: h.Command, Dir: dir,
-		Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), scratchEnv(s)...), envVars(l.spec.Train.Env)...),
+		Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), stepEnv...), envVars(l.spec.Train.Env)...),
 			"AUTORESEARCH_HOLDOUT_DIR="+h.Dir),
 		Timeout: l.spec.HoldoutTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
 		LogPath: filepath.Join(l.x.HoldoutStateDir(), name+".log"), Mounts: mounts,

@@ -122,7 +122,10 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx), tools: toolDirs(ctx)}
+	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
+	if ReadOnlyMounts() {
+		l.tools = toolDirs(ctx)
+	}
 	err := l.run(ctx)
 	return l.status, err
 }
@@ -616,17 +619,13 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 		if err != nil {
 			return nil, err
 		}
-		s, err := stepScratch(run, l.cacheDir(cacheTrain))
-		if err != nil {
-			return nil, err
-		}
-		mounts, err := l.stepMounts(ctx, run, s)
+		mounts, stepEnv, err := l.stepMounts(ctx, run, cacheTrain)
 		if err != nil {
 			return nil, err
 		}
 		check := func(ctx context.Context, argv []string, dir string) (string, int, error) {
 			exit, output, err := Process{
-				Command: ShellCommand(argv), Dir: dir, Env: append(append(append(l.baseEnv(a.Round), l.toolEnv...), scratchEnv(s)...), envVars(l.spec.Train.Env)...),
+				Command: ShellCommand(argv), Dir: dir, Env: append(append(append(l.baseEnv(a.Round), l.toolEnv...), stepEnv...), envVars(l.spec.Train.Env)...),
 				Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
 				LogPath: filepath.Join(l.stepDir(a), "parity.log"), Mounts: mounts,
 			}.RunOutput(ctx)
@@ -657,16 +656,12 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 	if err != nil {
 		return nil, err
 	}
-	s, err := stepScratch(run, l.cacheDir(cacheTrain))
-	if err != nil {
-		return nil, err
-	}
-	mounts, err := l.stepMounts(ctx, run, s)
+	mounts, stepEnv, err := l.stepMounts(ctx, run, cacheTrain)
 	if err != nil {
 		return nil, err
 	}
 	limit := l.spec.Fixed.TimeLimit.Duration
-	env := append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), scratchEnv(s)...), l.gpuEnv(a)...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
+	env := append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), stepEnv...), l.gpuEnv(a)...), "AUTORESEARCH_TIME_LIMIT="+limit.String())
 	if e := l.spec.EpochLimitString(); e != "" {
 		env = append(env, "AUTORESEARCH_EPOCH_LIMIT="+e)
 	}
@@ -720,16 +715,12 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	if a.Sample > 0 {
 		logPath = filepath.Join(l.stepDir(a), fmt.Sprintf("eval-%d.log", a.Sample))
 	}
-	s, err := stepScratch(run, l.cacheDir(cacheEval))
-	if err != nil {
-		return nil, err
-	}
-	mounts, err := l.stepMounts(ctx, run, s)
+	mounts, stepEnv, err := l.stepMounts(ctx, run, cacheEval)
 	if err != nil {
 		return nil, err
 	}
 	exit, output, err := Process{
-		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), scratchEnv(s)...), l.gpuEnv(a)...), envVars(l.spec.Train.Env)...),
+		Command: l.spec.Eval.Command, Dir: dir, Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), stepEnv...), l.gpuEnv(a)...), envVars(l.spec.Train.Env)...),
 		Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace, LogPath: logPath, Live: l.live(), Mounts: mounts,
 	}.RunOutput(ctx)
 	if err != nil {

@@ -73,22 +73,28 @@ func (l *Local) researcherGoEnvFile() (string, error) {
 // and the parity check — the user's repository, its git directory, the
 // worktree with the supervisor's state, the ledger, the logs, and the
 // interpreters, toolchains and caches that a later evaluation runs — but
-// run, the step's own checkout, and its scratch (stepScratch); and hide
-// the holdout (hiding).
-func (l *Local) stepMounts(ctx context.Context, run string, s scratch) ([]Mount, error) {
-	mounts, err := l.experimentMounts(ctx, run, s)
+// run, the step's own checkout, and its scratch for the kind of step
+// (stepScratch), which env points its tools at; and hide the holdout
+// (hiding).
+func (l *Local) stepMounts(ctx context.Context, run, kind string) (mounts []Mount, env []string, err error) {
+	mounts, env, err = l.experimentMounts(ctx, run, kind)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return l.hiding(mounts)
+	mounts, err = l.hiding(mounts)
+	return mounts, env, err
 }
 
 // experimentMounts are stepMounts without the holdout hidden, and with
 // readOnly read-only too.
-func (l *Local) experimentMounts(ctx context.Context, run string, s scratch, readOnly ...string) ([]Mount, error) {
+func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly ...string) ([]Mount, []string, error) {
 	common, err := l.gitCommonDir(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	s, err := l.stepScratch(run, kind)
+	if err != nil {
+		return nil, nil, err
 	}
 	mounts := []Mount{{Path: "/", ReadOnly: true, Tree: true}}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
@@ -105,7 +111,7 @@ func (l *Local) experimentMounts(ctx context.Context, run string, s scratch, rea
 		Mount{Path: run},
 		Mount{Path: s.tmp},
 		Mount{Path: s.cache},
-	), nil
+	), scratchEnv(s), nil
 }
 
 // scratch is where a step that runs the experiment's code writes besides
@@ -114,12 +120,15 @@ func (l *Local) experimentMounts(ctx context.Context, run string, s scratch, rea
 type scratch struct{ tmp, cache string }
 
 // stepScratch makes the scratch of the step with checkout run: a fresh
-// temporary directory beside it, and the caches in cacheDir, which only
+// temporary directory beside it, and the caches of its kind, which only
 // steps of one kind share — training's (and the parity check's), the
 // evaluation's, the holdout's — so that no training run leaves anything
 // in a cache that an evaluation reads.
-func stepScratch(run, cacheDir string) (scratch, error) {
-	s := scratch{tmp: run + ".tmp", cache: cacheDir}
+func (l *Local) stepScratch(run, kind string) (scratch, error) {
+	s := scratch{tmp: run + ".tmp", cache: filepath.Join(l.ws.StateDir(), "cache", kind)}
+	if kind == cacheHoldout {
+		s.cache = filepath.Join(l.x.HoldoutStateDir(), "cache")
+	}
 	if err := os.RemoveAll(s.tmp); err != nil {
 		return s, err
 	}
@@ -149,14 +158,6 @@ const (
 	cacheEval    = "eval"
 	cacheHoldout = "holdout"
 )
-
-// cacheDir is the cache of a kind of step.
-func (l *Local) cacheDir(kind string) string {
-	if kind == cacheHoldout {
-		return filepath.Join(l.x.HoldoutStateDir(), "cache")
-	}
-	return filepath.Join(l.ws.StateDir(), "cache", kind)
-}
 
 // hiding adds to mounts, when the experiment has a hidden holdout, which
 // no step but the holdout's may read or write, an empty file bound over
