@@ -2,7 +2,10 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,11 +126,20 @@ type scratch struct{ tmp, cache string }
 // temporary directory beside it, and the caches of its kind, which only
 // steps of one kind share — training's (and the parity check's), the
 // evaluation's, the holdout's — so that no training run leaves anything
-// in a cache that an evaluation reads.
+// in a cache that an evaluation reads. Training's and the holdout's are
+// the experiment's own. The evaluation's is shared with every experiment
+// of this user that has the same fixed files and evaluation command
+// (evalCache), which no other kind of step and no Researcher writes: an
+// evaluation builds what the one before built.
 func (l *Local) stepScratch(run, kind string) (scratch, error) {
 	s := scratch{tmp: run + ".tmp", cache: filepath.Join(l.ws.StateDir(), "cache", kind)}
-	if kind == cacheHoldout {
+	switch kind {
+	case cacheHoldout:
 		s.cache = filepath.Join(l.x.HoldoutStateDir(), "cache")
+	case cacheEval:
+		if root, err := sharedCacheRoot(); err == nil {
+			s.cache = filepath.Join(root, cacheEval, l.evalCache())
+		}
 	}
 	if err := os.RemoveAll(s.tmp); err != nil {
 		return s, err
@@ -150,6 +162,28 @@ func scratchEnv(s scratch) []string {
 		"CUDA_CACHE_PATH=" + filepath.Join(s.cache, "nv"),
 		"TRITON_CACHE_DIR=" + filepath.Join(s.cache, "triton"),
 	}
+}
+
+// sharedCacheRoot is the directory of the caches that experiments share,
+// made when missing: it is read-only to Researchers (toolDirs).
+func sharedCacheRoot() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir = filepath.Join(dir, "autoresearch")
+	return dir, os.MkdirAll(dir, 0o700)
+}
+
+// evalCache names the evaluation's shared cache by what the evaluation
+// runs: the fixed files' sums and the command.
+func (l *Local) evalCache() string {
+	h := sha256.New()
+	for _, f := range l.workspaceStatus().FixedFileHashes {
+		fmt.Fprintf(h, "%s\x00%s\n", f.Path, f.SHA256)
+	}
+	fmt.Fprintf(h, "\x00%s", l.spec.Eval.Command)
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // The kinds of step that share a cache.
@@ -196,12 +230,16 @@ func researcherWritable() []string {
 
 // toolDirs are the directories of the tools that training and evaluation
 // run which lie where a Researcher writes (researcherWritable): those on
-// the PATH, Go's root, module cache and build cache, and the prefixes and
-// site-packages of the Python interpreters on the PATH — a pyenv or a
-// virtual environment in the user's home, say. Tools a step finds another
+// the PATH, the caches experiments share (sharedCacheRoot), Go's root,
+// module cache and build cache, and the prefixes and site-packages of the
+// Python interpreters on the PATH — a pyenv or a virtual environment in
+// the user's home, say. Tools a step finds another
 // way are not among them.
 func toolDirs(ctx context.Context) []string {
 	found := filepath.SplitList(os.Getenv("PATH"))
+	if root, err := sharedCacheRoot(); err == nil {
+		found = append(found, root)
+	}
 	for _, argv := range [][]string{
 		{"go", "env", "GOROOT", "GOMODCACHE", "GOCACHE"},
 		{"python3", "-I", "-c", pythonDirs},

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -264,5 +265,25 @@ func TestWritableMustBeADirectory(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "not the absolute path of a directory") {
 			t.Errorf("writable %q: error %v, want it refused", w, err)
 		}
+	}
+}
+
+// TestTheSharedCachesAreAResearchersTool keeps the caches that
+// experiments share, the evaluations' among them, read-only to
+// Researchers, who write the home they lie in.
+func TestTheSharedCachesAreAResearchersTool(t *testing.T) {
+	root, err := sharedCacheRoot()
+	if err != nil {
+		t.Skip("no user cache directory here")
+	}
+	if root, err = filepath.EvalSymlinks(root); err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || !inside(root, home) {
+		t.Skipf("the cache %s lies outside the home %q: read-only already", root, home)
+	}
+	if dirs := toolDirs(context.Background()); !slices.Contains(dirs, root) {
+		t.Errorf("tool directories %v lack the shared caches %s", dirs, root)
 	}
 }
