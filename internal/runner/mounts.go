@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,12 +177,12 @@ func sharedCacheRoot() (string, error) {
 // evalCache names the evaluation's shared cache by what the evaluation
 // runs: the fixed files' sums and the command.
 func (l *Local) evalCache() string {
-	h := sha256.New()
+	var b strings.Builder
 	for _, f := range l.workspaceStatus().FixedFileHashes {
-		fmt.Fprintf(h, "%s\x00%s\n", f.Path, f.SHA256)
+		b.WriteString(f.Path + "\x00" + f.SHA256 + "\n")
 	}
-	fmt.Fprintf(h, "\x00%s", l.spec.Eval.Command)
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	sum := sha256.Sum256([]byte(b.String() + "\x00" + l.spec.Eval.Command))
+	return hex.EncodeToString(sum[:])[:16]
 }
 
 // The kinds of step that share a cache.
