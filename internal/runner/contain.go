@@ -107,25 +107,49 @@ exit $?`
 // (and hide:<empty>, where the empty file or directory is bound onto the
 // path) the path is bound onto itself and remounted read-only or
 // read-write (read-only for hide), keeping the flags it had (nosuid,
-// nodev, …: a user namespace may not drop them). For tree, every mount
-// point at or under the path but the kernel's own file systems (/proc,
-// /sys, /dev) is remounted read-only in place; a mount point that findmnt
-// has to escape fails the step rather than stay writable. For tmpfs an
-// empty file system of the step's own is mounted on the path. A mount that
-// fails fails the step before its command runs. The init enters its
-// directory again, by path: the one it started in is under the mounts,
-// and a relative path from it would go around them. The command then runs
-// without the power to undo them (dropMountPower fills in how).
-const nsMountInit = `readonly_tree() {
+// nodev, …: a user namespace may not drop them). For machine, every mount
+// point of the machine but /proc and /dev is remounted read-only in place
+// (/sys and its cgroup file systems too); a mount point that findmnt has
+// to escape fails the step rather than stay writable. The step then gets
+// a kernel view of its own (own_kernel): a /proc of its PID namespace, so
+// that it sees no process but its own, with the kernel's settings and
+// triggers read-only; and a /dev of its own, read-only, holding only the
+// devices a step uses — the null, zero, random and terminal devices, the
+// GPUs' — and an empty /dev/shm: no disk, no console, no kernel log. A
+// mount that fails fails the step before its command runs. The init
+// enters its directory again, by path: the one it started in is under the
+// mounts, and a relative path from it would go around them. The command
+// then runs without the power to undo them (dropMountPower fills in how).
+const nsMountInit = `readonly_machine() {
 	mounts=$(findmnt -rn -o TARGET,VFS-OPTIONS) || return 1
 	while read -r target opts; do
-		case $target in /proc | /proc/* | /sys | /sys/* | /dev | /dev/*) continue ;; esac
-		case $1 in /) ;; *) case $target in "$1" | "$1"/*) ;; *) continue ;; esac ;; esac
+		case $target in /proc | /proc/* | /dev | /dev/*) continue ;; esac
 		case $target in *\\*) echo "autoresearch: cannot name the mount $target for the step" >&2; return 1 ;; esac
 		mount -o "remount,bind,ro${opts#r[ow]}" -- "$target" || return 1
 	done <<-MOUNTS
 	$mounts
 	MOUNTS
+	own_kernel
+}
+own_kernel() {
+	mount -t proc -o nosuid,nodev,noexec proc /proc || return 1
+	for p in /proc/sys /proc/sysrq-trigger /proc/irq /proc/bus; do
+		[ -e "$p" ] || continue
+		mount --bind -- "$p" "$p" && mount -o remount,bind,ro,nosuid,nodev,noexec -- "$p" || return 1
+	done
+	mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs /dev/shm || return 1
+	new=/dev/shm/dev
+	mkdir "$new" && mount -t tmpfs -o nosuid,mode=755 tmpfs "$new" || return 1
+	for d in /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/ptmx /dev/pts /dev/nvidia* /dev/dri /dev/kfd; do
+		[ -e "$d" ] || continue
+		if [ -d "$d" ]; then mkdir "$new/${d#/dev/}"; else : >"$new/${d#/dev/}"; fi &&
+			mount --rbind -- "$d" "$new/${d#/dev/}" || return 1
+	done
+	ln -s /proc/self/fd "$new/fd" && ln -s /proc/self/fd/0 "$new/stdin" &&
+		ln -s /proc/self/fd/1 "$new/stdout" && ln -s /proc/self/fd/2 "$new/stderr" &&
+		mkdir "$new/shm" && mount -n --move -- "$new" /dev &&
+		mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs /dev/shm &&
+		mount -o remount,bind,ro,nosuid -- /dev
 }
 cmd=$1
 shift
@@ -133,8 +157,7 @@ while [ $# -gt 1 ]; do
 	mode=$1 src=$2
 	case $1 in hide:*) mode=ro src=${1#hide:} ;; esac
 	case $mode in
-	tree) readonly_tree "$2" ;;
-	tmpfs) mount -t tmpfs -o nosuid,nodev,mode=1777 -- tmpfs "$2" ;;
+	machine) readonly_machine ;;
 	*)
 		mount --bind -- "$src" "$2" &&
 			opts=$(findmnt -n -o VFS-OPTIONS --mountpoint "$2" | tail -n 1) &&
@@ -154,19 +177,20 @@ exit $?`
 type Mount struct {
 	Path     string
 	ReadOnly bool
-	// Tree, with ReadOnly, makes every mount at or under Path read-only
-	// where it is, instead of binding Path: with Path "/", the step writes
-	// nothing of the machine but what later mounts make writable again.
-	Tree bool
+	// Machine makes every mount of the machine read-only where it is, and
+	// gives the step a /proc and a /dev of its own (nsMountInit), instead
+	// of binding Path: the step writes nothing of the machine but what
+	// later mounts make writable again, and reaches no other process, no
+	// kernel setting and no disk. It comes first; Path is "/".
+	Machine bool
 	// Hide, when set, is an empty file or directory bound read-only over
 	// Path, a file or directory of the same kind, so that the step reads
 	// and writes nothing there.
 	Hide string
-	// Fresh mounts an empty, writable file system of the step's own on
-	// Path, a directory: what other steps write there, the step does not
-	// see, and the reverse.
-	Fresh bool
 }
+
+// theMachine is the Mount that makes the machine read-only to a step.
+var theMachine = Mount{Path: "/", ReadOnly: true, Machine: true}
 
 // argv is the command line that runs command under c, with mounts when
 // there are any (only namespaced containments have them).
@@ -181,10 +205,8 @@ func (c containment) argv(command string, mounts []Mount) []string {
 	for _, m := range mounts {
 		mode := "rw"
 		switch {
-		case m.Tree:
-			mode = "tree"
-		case m.Fresh:
-			mode = "tmpfs"
+		case m.Machine:
+			mode = "machine"
 		case m.Hide != "":
 			mode = "hide:" + m.Hide
 		case m.ReadOnly:

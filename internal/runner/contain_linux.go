@@ -73,7 +73,7 @@ func probeMounts(c containment) bool {
 	if err := os.Mkdir(rw, 0o755); err != nil {
 		return false
 	}
-	argv := c.argv(`true >"$PROBE/ro" 2>/dev/null; true >"$PROBE/rw/rw"`, []Mount{{Path: "/", ReadOnly: true, Tree: true}, {Path: dir, ReadOnly: true}, {Path: rw}})
+	argv := c.argv(`true >"$PROBE/ro" 2>/dev/null; true >"$PROBE/rw/rw"`, []Mount{theMachine, {Path: dir, ReadOnly: true}, {Path: rw}})
 	probe := exec.Command(argv[0], argv[1:]...)
 	probe.Env = append(os.Environ(), "PROBE="+dir)
 	probe.SysProcAttr = c.attr(true)

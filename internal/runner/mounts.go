@@ -50,7 +50,7 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 // that training and evaluation run (toolDirs), so that no Researcher
 // changes the interpreter or toolchain that measures it.
 func (l *Local) researcherMachine() []Mount {
-	mounts := []Mount{{Path: "/", ReadOnly: true, Tree: true}}
+	mounts := []Mount{theMachine}
 	for _, d := range researcherWritable() {
 		mounts = append(mounts, Mount{Path: d})
 	}
@@ -98,10 +98,7 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 	if err != nil {
 		return nil, nil, err
 	}
-	mounts := []Mount{{Path: "/", ReadOnly: true, Tree: true}}
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		mounts = append(mounts, Mount{Path: "/dev/shm", Fresh: true})
-	}
+	mounts := []Mount{theMachine}
 	// Before the experiment's: what of it lies in one stays read-only.
 	for _, p := range l.opts.Writable {
 		mounts = append(mounts, Mount{Path: p})

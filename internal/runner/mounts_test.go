@@ -29,6 +29,32 @@ func mountContainments(t *testing.T) []containment {
 	return modes
 }
 
+// TestARootRunnerGetsItsMounts fails, rather than skips every mount test,
+// where a root runner with util-linux has namespaces but a step's mounts
+// fail: the mounts of the machine are what this package promises there.
+func TestARootRunnerGetsItsMounts(t *testing.T) {
+	if os.Geteuid() != 0 || !slices.Contains(containments(t), containNamespaces) {
+		t.Skip("not root, or no namespaces here")
+	}
+	for _, tool := range []string{"mount", "findmnt", "setpriv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s here", tool)
+		}
+	}
+	p := Process{
+		Command: "true", Dir: t.TempDir(), Timeout: 20 * time.Second, KillGrace: time.Second,
+		LogPath: filepath.Join(t.TempDir(), "log"), containment: containNamespaces,
+		Mounts: []Mount{theMachine},
+	}
+	exit, output, err := p.RunOutput(context.Background())
+	if err != nil || exit.ExitCode != 0 {
+		t.Fatalf("a step with the machine read-only: exit %+v, error %v, output %q", exit, err, output)
+	}
+	if !containNamespaces.mounts() {
+		t.Error("the step ran with its mounts, but the probe says this machine has none")
+	}
+}
+
 // mountTree is a read-only directory with a file, a directory inside it
 // that is writable again, and one inside that which is read-only again.
 type mountTree struct{ ro, file, rw, sub string }
@@ -185,10 +211,13 @@ func TestAStepWithMountsIsContainedAsWithout(t *testing.T) {
 }
 
 // TestTheMachineIsReadOnlyToAStep makes every mount of the machine
-// read-only to a step but a directory it writes, and gives it a shared
-// memory of its own: it writes nothing elsewhere that a later step would
+// read-only to a step but a directory it writes, and gives it a kernel
+// view of its own: it writes nothing elsewhere that a later step would
 // read — a file beside its directory, one in a submount of the machine —
-// and what it leaves in /dev/shm is gone with it.
+// and what it leaves in /dev/shm is gone with it. It sees no process but
+// its own, writes no kernel setting and no trigger a root step would use
+// to run a program outside every namespace (core_pattern, uevent_helper,
+// a cgroup's release_agent), and finds no disk to write under the mounts.
 func TestTheMachineIsReadOnlyToAStep(t *testing.T) {
 	shm, err := os.Stat("/dev/shm")
 	if err != nil || !shm.IsDir() {
@@ -219,12 +248,17 @@ func TestTheMachineIsReadOnlyToAStep(t *testing.T) {
 			}
 			shmFile := filepath.Join("/dev/shm", "autoresearch-test-"+strconv.Itoa(os.Getpid())+"-"+strings.ReplaceAll(c.String(), " ", "-"))
 			t.Cleanup(func() { _ = os.Remove(shmFile) })
-			script := `echo step > "$BESIDE"; [ -z "$SUB" ] || echo step > "$SUB/file"; echo step > "$SHM" && echo wrote shm; echo step > /dev/null && echo wrote null; echo step > "$RW/file" && echo wrote rw`
+			script := `echo step > "$BESIDE"; [ -z "$SUB" ] || echo step > "$SUB/file"; echo step > "$SHM" && echo wrote shm; echo step > /dev/null && echo wrote null; echo step > "$RW/file" && echo wrote rw
+[ -e "/proc/$RUNNER" ] && echo "sees the runner"
+head -c 1 /dev/urandom | wc -c | grep -q 1 && echo read urandom
+for f in /proc/sys/kernel/core_pattern /proc/sysrq-trigger /sys/kernel/uevent_helper /sys/fs/cgroup/*/release_agent; do [ -e "$f" ] && [ -w "$f" ] && echo "writes $f"; done
+for d in /dev/* /dev/*/*; do [ -b "$d" ] && echo "reaches the disk $d"; done
+true`
 			p := Process{
 				Command: script, Dir: rw, Timeout: 20 * time.Second, KillGrace: time.Second,
-				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw},
+				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw, "RUNNER=" + strconv.Itoa(os.Getpid())},
 				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
-				Mounts: []Mount{{Path: "/", ReadOnly: true, Tree: true}, {Path: "/dev/shm", Fresh: true}, {Path: rw}},
+				Mounts: []Mount{theMachine, {Path: rw}},
 			}
 			exit, output, err := p.RunOutput(context.Background())
 			if err != nil {
@@ -242,9 +276,14 @@ func TestTheMachineIsReadOnlyToAStep(t *testing.T) {
 					t.Errorf("the step left %s, outside what it may write; output:\n%s", f, output)
 				}
 			}
-			for _, want := range []string{"wrote shm", "wrote null", "wrote rw"} {
+			for _, want := range []string{"wrote shm", "wrote null", "wrote rw", "read urandom"} {
 				if !strings.Contains(output, want) {
 					t.Errorf("output %q, want %q", output, want)
+				}
+			}
+			for _, escape := range []string{"sees the runner", "writes ", "reaches the disk"} {
+				if strings.Contains(output, escape) {
+					t.Errorf("output %q: the step %s", output, escape)
 				}
 			}
 		})

@@ -51,6 +51,7 @@ func TestToolchainAttacks(t *testing.T) {
 // against PyToy, evaluated by a fresh virtual environment's python3, and
 // checks that the best value is want.
 func runToolchainAttack(t *testing.T, python, script, want string) {
+	keepCorePattern(t)
 	dir := t.TempDir()
 	venv := filepath.Join(dir, "venv")
 	if out, err := exec.Command(python, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
@@ -75,4 +76,20 @@ func runToolchainAttack(t *testing.T, python, script, want string) {
 	if got := len(planted) > 0; got != (want == "99") {
 		t.Errorf("planted %v; want a .pth file in the interpreter only where the attack got its 99", planted)
 	}
+}
+
+// keepCorePattern puts the kernel's core pattern back after the test, if
+// an attack that got around the mounts changed it and left it changed.
+func keepCorePattern(t *testing.T) {
+	const file = "/proc/sys/kernel/core_pattern"
+	orig, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	t.Cleanup(func() {
+		if now, err := os.ReadFile(file); err == nil && string(now) != string(orig) {
+			t.Errorf("the kernel's core pattern was changed to %q", now)
+			_ = os.WriteFile(file, orig, 0o644)
+		}
+	})
 }
