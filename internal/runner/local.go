@@ -83,6 +83,9 @@ type Local struct {
 	// toolEnv is the tool environment of training and evaluation, fixed
 	// when the run starts.
 	toolEnv []string
+	// path is the PATH of every step (stepPath), fixed when the run
+	// starts.
+	path []string
 	// tools are the directories of the tools that training and evaluation
 	// run, read-only to Researchers (toolDirs).
 	tools []string
@@ -123,8 +126,9 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 		opts.Now = time.Now
 	}
 	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
+	l.path = stepPath(ReadOnlyMounts())
 	if ReadOnlyMounts() {
-		l.tools = toolDirs(ctx)
+		l.tools = toolDirs(ctx, l.path)
 	}
 	err := l.run(ctx)
 	return l.status, err
@@ -834,14 +838,12 @@ func (l *Local) restoreGitState(ctx context.Context, round int32) ([]string, err
 }
 
 // baseEnv is what every user process gets besides the runner's environment:
-// the round, and this binary's directory on PATH so that a Researcher
-// command can call `autoresearch`.
+// the round, and the PATH of steps (stepPath).
 func (l *Local) baseEnv(n int32) []string {
-	env := []string{"AUTORESEARCH_ROUND=" + strconv.Itoa(int(n)), "AUTORESEARCH_EXPERIMENT=" + l.x.Object.Name}
-	if self, err := os.Executable(); err == nil {
-		env = append(env, "PATH="+filepath.Dir(self)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return []string{
+		"AUTORESEARCH_ROUND=" + strconv.Itoa(int(n)), "AUTORESEARCH_EXPERIMENT=" + l.x.Object.Name,
+		"PATH=" + strings.Join(l.path, string(os.PathListSeparator)),
 	}
-	return env
 }
 
 // pipelined says that rounds overlap (spec.pipeline on a machine that

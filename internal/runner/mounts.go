@@ -48,16 +48,47 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 // researcherMachine is the machine as a Researcher sees it: read-only but
 // its home and temporary directories, and there read-only again the tools
 // that training and evaluation run (toolDirs), so that no Researcher
-// changes the interpreter or toolchain that measures it.
+// changes the interpreter or toolchain that measures it. Every directory
+// between a writable one and a tool, but those in a tool, is bound onto
+// itself, writable as it was: a mount point cannot be moved, so the Researcher cannot move a
+// tool's directory aside, with its read-only mounts, and put a copy of
+// its own at the tool's path. They come first, shallowest first: a bind
+// covers the mounts below it.
 func (l *Local) researcherMachine() []Mount {
 	mounts := []Mount{theMachine}
-	for _, d := range researcherWritable() {
+	writable := researcherWritable()
+	for _, d := range writable {
 		mounts = append(mounts, Mount{Path: d})
 	}
+	var pinned []string
 	for _, d := range l.tools {
+		for _, w := range writable {
+			if w, err := filepath.EvalSymlinks(w); err == nil && inside(d, w) {
+				for a := filepath.Dir(d); a != w && inside(a, w); a = filepath.Dir(a) {
+					if !slices.ContainsFunc(l.tools, func(t string) bool { return inside(a, t) }) {
+						pinned = append(pinned, a)
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(pinned, byDepth)
+	for _, a := range slices.Compact(pinned) {
+		mounts = append(mounts, Mount{Path: a})
+	}
+	tools := slices.SortedFunc(slices.Values(l.tools), byDepth)
+	for _, d := range tools {
 		mounts = append(mounts, Mount{Path: d, ReadOnly: true})
 	}
 	return mounts
+}
+
+// byDepth orders paths shallowest first, and by name among the same depth.
+func byDepth(a, b string) int {
+	if c := strings.Count(a, string(filepath.Separator)) - strings.Count(b, string(filepath.Separator)); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
 }
 
 // researcherGoEnvFile is the Researchers' Go environment file, created
@@ -224,15 +255,57 @@ func researcherWritable() []string {
 	return dirs
 }
 
+// stepPath is the PATH of every step: this binary's directory, so that a
+// Researcher command can call `autoresearch`, then the runner's PATH. Each
+// directory is named as it resolves when the run starts: a Researcher that
+// points a link on the PATH elsewhere changes no step's PATH. A relative
+// entry (".", or an empty one) is dropped: it would name the step's
+// checkout, which the candidate writes. So is a missing directory, but
+// where makeMissing (steps get mounts) a missing directory inside one that
+// Researchers write (researcherWritable) is made, empty, so that it is a
+// tool directory read-only to them, not theirs to create and fill with a
+// python3 that a later run finds.
+func stepPath(makeMissing bool) []string {
+	entries := filepath.SplitList(os.Getenv("PATH"))
+	if self, err := os.Executable(); err == nil {
+		entries = append([]string{filepath.Dir(self)}, entries...)
+	}
+	var path []string
+	for _, e := range entries {
+		if !filepath.IsAbs(e) {
+			continue
+		}
+		d, err := filepath.EvalSymlinks(e)
+		if err != nil && makeMissing && insideResearcherWritable(e) && os.MkdirAll(e, 0o755) == nil {
+			d, err = filepath.EvalSymlinks(e)
+		}
+		if err == nil && !slices.Contains(path, d) {
+			path = append(path, d)
+		}
+	}
+	return path
+}
+
+// insideResearcherWritable reports whether path lies below a directory
+// that Researchers write.
+func insideResearcherWritable(path string) bool {
+	for _, w := range researcherWritable() {
+		if path != w && inside(path, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // toolDirs are the directories of the tools that training and evaluation
 // run which lie where a Researcher writes (researcherWritable): those on
-// the PATH, the caches experiments share (sharedCacheRoot), Go's root,
-// module cache and build cache, and the prefixes and site-packages of the
-// Python interpreters on the PATH — a pyenv or a virtual environment in
-// the user's home, say. Tools a step finds another
-// way are not among them.
-func toolDirs(ctx context.Context) []string {
-	found := filepath.SplitList(os.Getenv("PATH"))
+// the steps' PATH, the caches experiments share (sharedCacheRoot), Go's
+// root, module cache and build cache, and the prefixes and site-packages
+// of the Python interpreters on the PATH — a pyenv or a virtual
+// environment in the user's home, say. Tools a step finds another way are
+// not among them.
+func toolDirs(ctx context.Context, path []string) []string {
+	found := slices.Clone(path)
 	if root, err := sharedCacheRoot(); err == nil {
 		found = append(found, root)
 	}
@@ -241,7 +314,13 @@ func toolDirs(ctx context.Context) []string {
 		{"python3", "-I", "-c", pythonDirs},
 		{"python", "-I", "-c", pythonDirs},
 	} {
-		if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output(); err == nil {
+		tool := lookPath(argv[0], path)
+		if tool == "" {
+			continue
+		}
+		cmd := exec.CommandContext(ctx, tool, argv[1:]...)
+		cmd.Env = append(os.Environ(), "PATH="+strings.Join(path, string(os.PathListSeparator)))
+		if out, err := cmd.Output(); err == nil {
 			found = append(found, strings.Split(strings.TrimSpace(string(out)), "\n")...)
 		}
 	}
@@ -262,6 +341,20 @@ func toolDirs(ctx context.Context) []string {
 		}
 	}
 	return dirs
+}
+
+// lookPath is the file that a step finds for the command name on path,
+// as steps name it, or "" when none: a tool tells where it lies by the
+// path it is started from (a virtual environment's python3 by its
+// pyvenv.cfg beside it).
+func lookPath(name string, path []string) string {
+	for _, d := range path {
+		f := filepath.Join(d, name)
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return f
+		}
+	}
+	return ""
 }
 
 // pythonDirs prints an interpreter's prefixes and site packages.

@@ -322,7 +322,45 @@ func TestTheSharedCachesAreAResearchersTool(t *testing.T) {
 	if err != nil || !inside(root, home) {
 		t.Skipf("the cache %s lies outside the home %q: read-only already", root, home)
 	}
-	if dirs := toolDirs(context.Background()); !slices.Contains(dirs, root) {
+	if dirs := toolDirs(context.Background(), stepPath(false)); !slices.Contains(dirs, root) {
 		t.Errorf("tool directories %v lack the shared caches %s", dirs, root)
+	}
+}
+
+// TestTheStepsPathIsFixedWhenTheRunStarts names each directory of the
+// steps' PATH as it resolves, drops the relative entries, which name the
+// step's checkout, and makes the missing ones where Researchers write only
+// when steps get mounts, which keep them read-only to Researchers.
+func TestTheStepsPathIsFixedWhenTheRunStarts(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, link, absent := filepath.Join(dir, "bin"), filepath.Join(dir, "link"), filepath.Join(dir, "absent", "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", strings.Join([]string{".", "", "rel/bin", link, absent, bin, "/no/such/dir"}, string(os.PathListSeparator)))
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self, err = filepath.EvalSymlinks(filepath.Dir(self)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stepPath(false), []string{self, bin}; !slices.Equal(got, want) {
+		t.Errorf("without mounts: PATH %v, want %v", got, want)
+	}
+	if _, err := os.Stat(absent); err == nil {
+		t.Errorf("without mounts %s was made", absent)
+	}
+	if got, want := stepPath(true), []string{self, bin, absent}; !slices.Equal(got, want) {
+		t.Errorf("with mounts: PATH %v, want %v", got, want)
+	}
+	if _, err := os.Stat("/no/such/dir"); err == nil {
+		t.Error("/no/such/dir, outside where Researchers write, was made")
 	}
 }

@@ -20,13 +20,28 @@ import (
 // Without mounts the same attack gets its 99, which is why the runner
 // warns there.
 func TestToolchainAttacks(t *testing.T) {
+	runAttacks(t, "attacks-toolchain", "99")
+}
+
+// TestPathAttacks runs the attacks in attacks-path/, which change where
+// the evaluation's python3 is found on the PATH: a directory on it that
+// does not exist, a link on it. The steps' PATH is fixed, resolved, when
+// the run starts, so that none gets its 99, with mounts or without.
+func TestPathAttacks(t *testing.T) {
+	runAttacks(t, "attacks-path", "10")
+}
+
+// runAttacks runs each attack script in dir as the Researcher of one round,
+// with read-only mounts where this machine has them, where the best must
+// stay the baseline's 10, and without, where it must be withoutMounts.
+func runAttacks(t *testing.T, dir, withoutMounts string) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3 on PATH")
 	}
-	scripts, err := filepath.Glob("attacks-toolchain/*.sh")
+	scripts, err := filepath.Glob(dir + "/*.sh")
 	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no toolchain attacks: %v", err)
+		t.Fatalf("no attacks in %s: %v", dir, err)
 	}
 	for _, s := range scripts {
 		name := strings.TrimSuffix(filepath.Base(s), ".sh")
@@ -42,26 +57,37 @@ func TestToolchainAttacks(t *testing.T) {
 		})
 		t.Run(name+"/without-mounts", func(t *testing.T) {
 			defer runner.WithoutMounts()()
-			runToolchainAttack(t, python, script, "99")
+			runToolchainAttack(t, python, script, withoutMounts)
 		})
 	}
 }
 
 // runToolchainAttack runs the attack script as the Researcher of one round
-// against PyToy, evaluated by a fresh virtual environment's python3, and
-// checks that the best value is want.
+// against PyToy, evaluated by `python3` from a fresh virtual environment,
+// and checks that the best value is want. The environment lies in a
+// directory of tools, as in a home, which also holds two entries of the
+// PATH before it: $ABSENT, which does not exist, and $LINK, a link to the
+// environment's bin directory, through which the PATH reaches it.
+// $EVAL_PYTHON is the interpreter.
 func runToolchainAttack(t *testing.T, python, script, want string) {
 	keepCorePattern(t)
 	dir := t.TempDir()
-	venv := filepath.Join(dir, "venv")
+	tools := filepath.Join(dir, "tools")
+	venv := filepath.Join(tools, "venv")
 	if out, err := exec.Command(python, "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
 		t.Fatalf("python3 -m venv: %v\n%s", err, out)
 	}
-	evalPython := filepath.Join(venv, "bin", "python3")
-	t.Setenv("PATH", filepath.Join(venv, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("EVAL_PYTHON", evalPython)
+	absent, link := filepath.Join(tools, "absent", "bin"), filepath.Join(tools, "link")
+	if err := os.Symlink(filepath.Join(venv, "bin"), link); err != nil {
+		t.Fatal(err)
+	}
+	path := strings.Join([]string{absent, link, os.Getenv("PATH")}, string(os.PathListSeparator))
+	t.Setenv("PATH", path)
+	t.Setenv("ABSENT", absent)
+	t.Setenv("LINK", link)
+	t.Setenv("EVAL_PYTHON", filepath.Join(venv, "bin", "python3"))
 	repo := filepath.Join(dir, "repo")
-	files := map[string]string{"experiment.yaml": pyToyExperiment("toolchain", "{runs: 1}", evalPython, script)}
+	files := map[string]string{"experiment.yaml": pyToyExperiment("toolchain", "{runs: 1}", "python3", script)}
 	for k, v := range PyToy {
 		files[k] = v
 	}
@@ -73,7 +99,7 @@ func runToolchainAttack(t *testing.T, python, script, want string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(planted) > 0; got != (want == "99") {
+	if len(planted) > 0 && want != "99" {
 		t.Errorf("planted %v; want a .pth file in the interpreter only where the attack got its 99", planted)
 	}
 }
