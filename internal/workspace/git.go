@@ -66,10 +66,13 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 }
 
 // hardening runs git without anything a Researcher could have planted for
-// the supervisor to execute: no hooks, no file-system monitor command, and
-// no system or global configuration. The repository's own configuration is
-// guarded by GitState.
-var hardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+// the supervisor to execute or follow: no hooks, no file-system monitor
+// command, no system or global configuration, and none of the user's
+// attributes (ident, filters) or ignore rules, which git reads from
+// ~/.config/git even without a global configuration. The repository's own
+// configuration is guarded by GitState.
+var hardening = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+	"-c", "core.attributesFile=/dev/null", "-c", "core.excludesFile=/dev/null"}
 
 // gitEnv runs git in dir with extra environment variables.
 func gitEnv(ctx context.Context, dir string, extraEnv []string, args ...string) (string, error) {

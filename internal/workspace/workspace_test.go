@@ -372,6 +372,31 @@ func TestGitErrorsHideCredentials(t *testing.T) {
 	}
 }
 
+// TestGitReadsNothingOfTheUsersConfigDirectory plants, where a Researcher
+// that writes the home could, an ignore rule and an attribute in
+// ~/.config/git: git reads both even without a global configuration, and
+// the supervisor's seal and checkout must follow neither.
+func TestGitReadsNothingOfTheUsersConfigDirectory(t *testing.T) {
+	ctx := context.Background()
+	ws, _ := newExperiment(t)
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	if err := os.MkdirAll(filepath.Join(config, "git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, content := range map[string]string{"ignore": "planted.txt\n", "attributes": "* ident\n"} {
+		if err := os.WriteFile(filepath.Join(config, "git", file), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := Git(ctx, ws.Root, nil, "check-ignore", "-v", "--no-index", "planted.txt"); err == nil {
+		t.Errorf("planted.txt is ignored by the user's rule: %s", out)
+	}
+	if out, err := Git(ctx, ws.Root, nil, "check-attr", "ident", "--", "train.py"); err != nil || !strings.HasSuffix(out, "ident: unspecified") {
+		t.Errorf("check-attr ident = %q, %v; want it unspecified", out, err)
+	}
+}
+
 // TestRestoreGitState plants what a Researcher could in the repository's
 // git machinery and checks that all of it is named and undone.
 func TestRestoreGitState(t *testing.T) {
