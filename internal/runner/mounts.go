@@ -319,7 +319,7 @@ func toolDirs(ctx context.Context, path []string) []string {
 			continue
 		}
 		cmd := exec.CommandContext(ctx, tool, argv[1:]...)
-		cmd.Env = append(os.Environ(), "PATH="+strings.Join(path, string(os.PathListSeparator)))
+		cmd.Env = append(os.Environ(), "PATH="+strings.Join(path, string(os.PathListSeparator)), localToolchain)
 		if out, err := cmd.Output(); err == nil {
 			found = append(found, strings.Split(strings.TrimSpace(string(out)), "\n")...)
 		}

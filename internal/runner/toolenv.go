@@ -24,10 +24,14 @@ func researcherToolEnv(stateDir string) []string {
 // researcherGoEnv is the Researcher's Go environment file.
 func researcherGoEnv(stateDir string) string { return filepath.Join(stateDir, "researcher-go.env") }
 
-// measuredToolEnv is the tool environment of training and evaluation.
+// measuredToolEnv is the tool environment of training and evaluation. It
+// runs Go as installed (GOTOOLCHAIN=local): a toolchain that a setting
+// names is never downloaded and run, neither by the runner nor by a step.
 func measuredToolEnv(ctx context.Context) []string {
-	env := []string{"GOENV=off", "PYTHONNOUSERSITE=1", "PYTHONSTARTUP="}
-	out, err := exec.CommandContext(ctx, "go", "env", "GOENV").Output()
+	env := []string{"GOENV=off", "PYTHONNOUSERSITE=1", "PYTHONSTARTUP=", localToolchain}
+	cmd := exec.CommandContext(ctx, "go", "env", "GOENV")
+	cmd.Env = append(os.Environ(), localToolchain)
+	out, err := cmd.Output()
 	if err != nil {
 		// No Go toolchain: no Go settings to carry over.
 		return env
@@ -38,7 +42,7 @@ func measuredToolEnv(ctx context.Context) []string {
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		key, value, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok || key == "" || strings.HasPrefix(key, "#") {
+		if !ok || key == "" || strings.HasPrefix(key, "#") || key == "GOTOOLCHAIN" {
 			continue
 		}
 		// As in go itself, a variable the user set wins over the file.
@@ -48,6 +52,11 @@ func measuredToolEnv(ctx context.Context) []string {
 	}
 	return env
 }
+
+// localToolchain has go run the toolchain it is, whatever GOTOOLCHAIN the
+// environment or a Go environment file names: with another, go downloads
+// that toolchain, from the GOPROXY a setting names, and runs it.
+const localToolchain = "GOTOOLCHAIN=local"
 
 // checkoutToolEnv pins what tools would otherwise look for in the parents
 // of a step's checkout, which lies inside the Researcher's worktree: Go's

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -59,5 +60,43 @@ func TestCheckoutToolEnvPinsTheGoWorkspace(t *testing.T) {
 	}
 	if got := checkoutToolEnv(dir, root); !slices.Equal(got, []string{"GOWORK=" + filepath.Join(root, "go.work")}) {
 		t.Errorf("with the repository's go.work: %q, want it", got)
+	}
+}
+
+// TestMeasuredToolEnvRunsNoToolchainASettingNames plants what a Researcher
+// that writes the user's Go environment file could: a toolchain to switch
+// to, and where to download it. The runner's go, run before any step and
+// outside them, must not download it, and neither may the steps'; the
+// file's other settings are still carried.
+func TestMeasuredToolEnvRunsNoToolchainASettingNames(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command")
+	}
+	file := filepath.Join(t.TempDir(), "env")
+	planted := "GOTOOLCHAIN=go1.99.0\nGOPROXY=file:///nonexistent\nGOSUMDB=off\nGOPRIVATE=example.com/private\n"
+	if err := os.WriteFile(file, []byte(planted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOENV", file)
+	for _, k := range []string{"GOTOOLCHAIN", "GOPROXY", "GOSUMDB", "GOPRIVATE"} {
+		t.Setenv(k, "")
+		if err := os.Unsetenv(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	env := measuredToolEnv(context.Background())
+
+	if !slices.Contains(env, "GOPRIVATE=example.com/private") {
+		t.Errorf("env %q lacks the file's GOPRIVATE: the runner's go could not read it", env)
+	}
+	var toolchains []string
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == "GOTOOLCHAIN" {
+			toolchains = append(toolchains, kv)
+		}
+	}
+	if !slices.Equal(toolchains, []string{localToolchain}) {
+		t.Errorf("env %q: GOTOOLCHAIN %q, want only %s", env, toolchains, localToolchain)
 	}
 }
