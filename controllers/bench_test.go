@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -28,6 +30,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/memlimit"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
 
@@ -72,9 +75,14 @@ func benchEnv(b *testing.B, name string, def int) int {
 
 // benchmarkOperator drives n experiments of the given rounds, each child
 // ending step after it appears, the experiments created evenly over step.
+// The process's heap is kept below the memory limit the manager's chart
+// gives it (BENCH_MEMORY_LIMIT_MIB, default 256), as the manager keeps
+// its own below its container's (memlimit).
 func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	soft := memlimit.Set(int64(benchEnv(b, "BENCH_MEMORY_LIMIT_MIB", 256))<<20, os.Getenv)
+	defer debug.SetMemoryLimit(math.MaxInt64)
 	ns := newNamespace(b)
 	writes := &writeCounter{by: map[string]int{}}
 	managerCfg := rest.CopyConfig(cfg)
@@ -177,6 +185,7 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	b.ReportMetric(float64(percentile(lat, 50).Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(percentile(lat, 99).Milliseconds()), "p99-ms")
 	b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MiB")
+	b.ReportMetric(float64(soft)/(1<<20), "gomemlimit-MiB")
 	b.ReportMetric(float64(mem.HeapInuse)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(largest), "max-status-bytes")
 	b.ReportMetric(elapsed.Seconds(), "total-s")

@@ -24,6 +24,7 @@ import (
 
 	autoresearchv1alpha1 "github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/controllers"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/memlimit"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/version"
 )
 
@@ -67,6 +68,10 @@ func main() {
 		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	if soft := memlimit.Set(memlimit.FromCgroup("/sys/fs/cgroup", self), os.Getenv); soft > 0 {
+		setupLog.Info("Keeping the heap below the container's memory limit", "GOMEMLIMIT", soft)
+	}
 
 	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
 		setupLog.Error(err, "Manager stopped")
