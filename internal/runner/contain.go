@@ -110,16 +110,18 @@ exit $?`
 // nodev, …: a user namespace may not drop them). For machine, every mount
 // point of the machine but /proc and /dev is remounted read-only in place
 // (/sys and its cgroup file systems too); a mount point that findmnt has
-// to escape fails the step rather than stay writable. The step then gets
-// a kernel view of its own (own_kernel): a /proc of its PID namespace, so
+// to escape fails the step rather than stay writable. The step then gets a
+// kernel view of its own (own_kernel): a /proc of its PID namespace, so
 // that it sees no process but its own, with the kernel's settings and
 // triggers read-only; and a /dev of its own, read-only, holding only the
 // devices a step uses — the null, zero, random and terminal devices, the
-// GPUs' — and an empty /dev/shm: no disk, no console, no kernel log. A
-// mount that fails fails the step before its command runs. The init
-// enters its directory again, by path: the one it started in is under the
-// mounts, and a relative path from it would go around them. The command
-// then runs without the power to undo them (dropMountPower fills in how).
+// GPUs' — with terminals of its own (a new devpts instance: no other
+// session's terminal) and an empty /dev/shm: no disk, no console, no
+// kernel log. A mount that fails fails the step before its command runs.
+// The init enters its directory again, by path: the one it started in is
+// under the mounts, and a relative path from it would go around them. The
+// command then runs without the power to undo them (dropMountPower fills
+// in how).
 const nsMountInit = `readonly_machine() {
 	mounts=$(findmnt -rn -o TARGET,VFS-OPTIONS) || return 1
 	while read -r target opts; do
@@ -140,11 +142,13 @@ own_kernel() {
 	mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs /dev/shm || return 1
 	new=/dev/shm/dev
 	mkdir "$new" && mount -t tmpfs -o nosuid,mode=755 tmpfs "$new" || return 1
-	for d in /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/ptmx /dev/pts /dev/nvidia* /dev/dri /dev/kfd; do
+	for d in /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/nvidia* /dev/dri /dev/kfd; do
 		[ -e "$d" ] || continue
 		if [ -d "$d" ]; then mkdir "$new/${d#/dev/}"; else : >"$new/${d#/dev/}"; fi &&
 			mount --rbind -- "$d" "$new/${d#/dev/}" || return 1
 	done
+	mkdir "$new/pts" && mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$new/pts" &&
+		ln -s pts/ptmx "$new/ptmx" || return 1
 	ln -s /proc/self/fd "$new/fd" && ln -s /proc/self/fd/0 "$new/stdin" &&
 		ln -s /proc/self/fd/1 "$new/stdout" && ln -s /proc/self/fd/2 "$new/stderr" &&
 		mkdir "$new/shm" && mount -n --move -- "$new" /dev &&

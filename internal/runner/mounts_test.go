@@ -253,7 +253,13 @@ func TestTheMachineIsReadOnlyToAStep(t *testing.T) {
 head -c 1 /dev/urandom | wc -c | grep -q 1 && echo read urandom
 for f in /proc/sys/kernel/core_pattern /proc/sysrq-trigger /sys/kernel/uevent_helper /sys/fs/cgroup/*/release_agent; do [ -e "$f" ] && [ -w "$f" ] && echo "writes $f"; done
 for d in /dev/* /dev/*/*; do [ -b "$d" ] && echo "reaches the disk $d"; done
+for d in /dev/pts/*; do [ "$d" = /dev/pts/ptmx ] || echo "reaches the terminal $d"; done
+! command -v python3 >/dev/null || python3 -c 'import os, pty; m, s = pty.openpty(); print("opened", os.ttyname(s))'
 true`
+			// A terminal of the machine's, which the step must not reach.
+			if ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0); err == nil {
+				t.Cleanup(func() { _ = ptmx.Close() })
+			}
 			p := Process{
 				Command: script, Dir: rw, Timeout: 20 * time.Second, KillGrace: time.Second,
 				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw, "RUNNER=" + strconv.Itoa(os.Getpid())},
@@ -281,7 +287,10 @@ true`
 					t.Errorf("output %q, want %q", output, want)
 				}
 			}
-			for _, escape := range []string{"sees the runner", "writes ", "reaches the disk"} {
+			if _, err := exec.LookPath("python3"); err == nil && !strings.Contains(output, "opened /dev/pts/0") {
+				t.Errorf("output %q, want a terminal of the step's own, the first of its devpts", output)
+			}
+			for _, escape := range []string{"sees the runner", "writes ", "reaches the disk", "reaches the terminal"} {
 				if strings.Contains(output, escape) {
 					t.Errorf("output %q: the step %s", output, escape)
 				}
@@ -322,7 +331,7 @@ func TestTheSharedCachesAreAResearchersTool(t *testing.T) {
 	if err != nil || !inside(root, home) {
 		t.Skipf("the cache %s lies outside the home %q: read-only already", root, home)
 	}
-	if dirs := toolDirs(context.Background(), stepPath(false)); !slices.Contains(dirs, root) {
+	if dirs := toolDirs(context.Background(), stepPath(false, home), home); !slices.Contains(dirs, root) {
 		t.Errorf("tool directories %v lack the shared caches %s", dirs, root)
 	}
 }
@@ -351,16 +360,17 @@ func TestTheStepsPathIsFixedWhenTheRunStarts(t *testing.T) {
 	if self, err = filepath.EvalSymlinks(filepath.Dir(self)); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := stepPath(false), []string{self, bin}; !slices.Equal(got, want) {
+	if got, want := stepPath(false, ""), []string{self, bin}; !slices.Equal(got, want) {
 		t.Errorf("without mounts: PATH %v, want %v", got, want)
 	}
 	if _, err := os.Stat(absent); err == nil {
 		t.Errorf("without mounts %s was made", absent)
 	}
-	if got, want := stepPath(true), []string{self, bin, absent}; !slices.Equal(got, want) {
+	if got, want := stepPath(true, ""), []string{self, bin, absent}; !slices.Equal(got, want) {
 		t.Errorf("with mounts: PATH %v, want %v", got, want)
 	}
 	if _, err := os.Stat("/no/such/dir"); err == nil {
 		t.Error("/no/such/dir, outside where Researchers write, was made")
 	}
 }
+
