@@ -124,11 +124,15 @@ func (l *Local) runCandidateResearcher(ctx context.Context, a round.Action) (*ro
 	if err != nil {
 		return nil, err
 	}
+	researcherEnv, err := l.researcherEnv()
+	if err != nil {
+		return nil, err
+	}
 	experiences := filepath.Join(dir, workspace.ExperiencesFile)
 	exit, err := Process{
 		Command: l.spec.Researcher.Command,
 		Dir:     dir,
-		Env: append(append(append(l.baseEnv(a.Round), researcherToolEnv(l.ws.StateDir())...),
+		Env: append(append(append(l.baseEnv(a.Round), researcherEnv...),
 			"AUTORESEARCH_CANDIDATE="+name,
 			"AUTORESEARCH_PROMPT_FILE="+promptPath,
 			"AUTORESEARCH_EXPERIENCES="+experiences,
@@ -223,8 +227,8 @@ func (l *Local) trainedGitState(ctx context.Context, a round.Action) ([]string, 
 
 // candidateMounts are a candidate Researcher's: the machine as every
 // Researcher sees it (researcherMachine), and everything of the
-// experiment read-only but its own copy of the files and its log
-// directory.
+// experiment read-only but its own copy of the files, its log directory
+// and the Researchers' home.
 func (l *Local) candidateMounts(ctx context.Context, root, logs string) ([]Mount, error) {
 	common, err := l.gitCommonDir(ctx)
 	if err != nil {
@@ -234,14 +238,14 @@ func (l *Local) candidateMounts(ctx context.Context, root, logs string) ([]Mount
 	if err != nil {
 		return nil, err
 	}
-	return l.hiding(append(l.researcherMachine(),
+	return l.hiding(append(append(l.researcherMachine(),
 		Mount{Path: l.x.Repo, ReadOnly: true},
 		Mount{Path: common, ReadOnly: true},
 		Mount{Path: l.ws.Root, ReadOnly: true},
 		Mount{Path: root},
 		Mount{Path: logs},
 		Mount{Path: goEnv},
-	))
+	), l.homeAgain()...))
 }
 
 // keepCombinedRef adds the ref of a's candidate, which spec.combine added

@@ -66,6 +66,12 @@ type Options struct {
 	// there, evaluation may read: no tool that evaluation runs belongs
 	// there.
 	Writable []string
+	// ResearcherHome is the Researchers' HOME, an existing directory. By
+	// default it is a directory of the experiment's own, and the user's
+	// home is read-only to them; naming the user's home lets them use the
+	// agents' settings and logins there, and write it, where what they
+	// write outlives the run (docs/security.md).
+	ResearcherHome string
 	// OutputUsername and OutputToken answer the https server of
 	// spec.output.git; without a token the push uses git's own means over
 	// ssh (the user's ssh agent, keys and known hosts) and none over https.
@@ -86,6 +92,8 @@ type Local struct {
 	// path is the PATH of every step (stepPath), fixed when the run
 	// starts.
 	path []string
+	// home is the Researchers' HOME (researcherHome).
+	home string
 	// tools are the directories of the tools that training and evaluation
 	// run, read-only to Researchers (toolDirs).
 	tools []string
@@ -126,9 +134,10 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 		opts.Now = time.Now
 	}
 	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
-	l.path = stepPath(ReadOnlyMounts())
+	l.home = researcherHome(x, opts)
+	l.path = stepPath(ReadOnlyMounts(), l.home)
 	if ReadOnlyMounts() {
-		l.tools = toolDirs(ctx, l.path)
+		l.tools = toolDirs(ctx, l.path, l.home)
 	}
 	err := l.run(ctx)
 	return l.status, err
@@ -141,6 +150,14 @@ func (l *Local) run(ctx context.Context) error {
 	for _, w := range l.opts.Writable {
 		if fi, err := os.Stat(w); err != nil || !fi.IsDir() || !filepath.IsAbs(w) {
 			return fmt.Errorf("writable %q: not the absolute path of a directory", w)
+		}
+	}
+	if h := l.opts.ResearcherHome; h != "" {
+		if fi, err := os.Stat(h); err != nil || !fi.IsDir() || !filepath.IsAbs(h) {
+			return fmt.Errorf("researcher home %q: not the absolute path of a directory", h)
+		}
+		if inside(h, l.x.Repo) || inside(h, l.x.Worktree) {
+			return fmt.Errorf("researcher home %q: inside the repository or the worktree, which the Researcher may not write as a whole", h)
 		}
 	}
 	obs, err := l.load(ctx)
@@ -560,10 +577,14 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	if err != nil {
 		return nil, err
 	}
+	researcherEnv, err := l.researcherEnv()
+	if err != nil {
+		return nil, err
+	}
 	exit, err := Process{
 		Command: l.spec.Researcher.Command,
 		Dir:     l.ws.Dir,
-		Env: append(append(append(l.baseEnv(a.Round), researcherToolEnv(l.ws.StateDir())...),
+		Env: append(append(append(l.baseEnv(a.Round), researcherEnv...),
 			"AUTORESEARCH_PROMPT_FILE="+promptPath,
 			"AUTORESEARCH_EXPERIENCES="+l.ws.ExperiencesPath(),
 			"AUTORESEARCH_RESULT_FILE="+resultPath,

@@ -16,14 +16,14 @@ import (
 )
 
 // researcherMounts keep the machine read-only for the Researcher of round
-// n but its home and temporary directories, where agents keep their state
-// (researcherMachine); the user's repository and the supervisor's state
-// directory too, and the git directory, as its pod has it on a cluster:
-// git is the supervisor's, and a Researcher reads history but writes no
-// object, ref, hook or configuration. It writes its worktree, the round's
-// directory, where it writes its result file and transcripts, and its Go
-// environment file. The ledger backup in the round's directory is
-// read-only again. What it changes of the worktree's own git file is
+// n but its home (researcherHome) and temporary directories, where agents
+// keep their state (researcherMachine); the user's repository and the
+// supervisor's state directory too, and the git directory, as its pod has
+// it on a cluster: git is the supervisor's, and a Researcher reads history
+// but writes no object, ref, hook or configuration. It writes its
+// worktree, the round's directory, where it writes its result file and
+// transcripts, and its Go environment file. The ledger backup in the
+// round's directory is read-only again. What it changes of the worktree's own git file is
 // restored and fails compliance (supervisor.FinishResearch).
 func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) {
 	common, err := l.gitCommonDir(ctx)
@@ -34,7 +34,7 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 	if err != nil {
 		return nil, err
 	}
-	return l.hiding(append(l.researcherMachine(),
+	return l.hiding(append(append(l.researcherMachine(),
 		Mount{Path: l.x.Repo, ReadOnly: true},
 		Mount{Path: common, ReadOnly: true},
 		Mount{Path: l.ws.Root},
@@ -42,7 +42,51 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 		Mount{Path: l.roundDir(n)},
 		Mount{Path: supervisor.BackupDir(l.ws.StateDir(), n), ReadOnly: true},
 		Mount{Path: goEnv},
-	))
+	), l.homeAgain()...))
+}
+
+// homeAgain is the Researchers' home bound writable again after the
+// experiment's mounts, when it is the experiment's own, which lies in the
+// supervisor's state directory. A home of the user's choice lies outside
+// the experiment (Local.run checks), writable already (researcherMachine),
+// and is not bound again: the bind would uncover the tools in it.
+func (l *Local) homeAgain() []Mount {
+	if inside(l.home, l.x.Worktree) {
+		return []Mount{{Path: l.home}}
+	}
+	return nil
+}
+
+// researcherHome is the Researchers' HOME: the directory
+// Options.ResearcherHome names, or one of the experiment's own in the
+// supervisor's state directory, made when missing. The user's home is
+// then read-only to them like the rest of the machine: no Researcher
+// writes what the user's shells, git, Go or a later run read there.
+func researcherHome(x *Experiment, opts Options) string {
+	if opts.ResearcherHome != "" {
+		return opts.ResearcherHome
+	}
+	return filepath.Join(x.StateDir(), "researcher-home")
+}
+
+// researcherEnv is what every Researcher runs with besides the round's:
+// its own Go environment file (go env -w writes that, not the user's),
+// and its home, with the XDG directories in it unless it is the user's
+// (Go's module and build caches among them: a Researcher's builds
+// download what they need there).
+func (l *Local) researcherEnv() ([]string, error) {
+	if err := os.MkdirAll(l.home, 0o700); err != nil {
+		return nil, err
+	}
+	env := append(researcherToolEnv(l.ws.StateDir()), "HOME="+l.home)
+	if userHome, err := os.UserHomeDir(); err != nil || userHome != l.home {
+		env = append(env,
+			"XDG_CONFIG_HOME="+filepath.Join(l.home, ".config"),
+			"XDG_CACHE_HOME="+filepath.Join(l.home, ".cache"),
+			"XDG_DATA_HOME="+filepath.Join(l.home, ".local", "share"),
+			"XDG_STATE_HOME="+filepath.Join(l.home, ".local", "state"))
+	}
+	return env, nil
 }
 
 // researcherMachine is the machine as a Researcher sees it: read-only but
@@ -56,7 +100,7 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 // covers the mounts below it.
 func (l *Local) researcherMachine() []Mount {
 	mounts := []Mount{theMachine}
-	writable := researcherWritable()
+	writable := researcherWritable(l.home)
 	for _, d := range writable {
 		mounts = append(mounts, Mount{Path: d})
 	}
@@ -240,11 +284,11 @@ func (l *Local) hiding(mounts []Mount) ([]Mount, error) {
 }
 
 // researcherWritable are the directories a Researcher writes outside the
-// experiment: its home, where agents keep their settings and sessions, and
-// the machine's temporary directories.
-func researcherWritable() []string {
+// experiment: its home, where agents keep their settings and sessions
+// (researcherHome), and the machine's temporary directories.
+func researcherWritable(home string) []string {
 	var dirs []string
-	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+	if home != "" && home != "/" {
 		dirs = append(dirs, home)
 	}
 	for _, d := range []string{"/tmp", "/var/tmp"} {
@@ -262,10 +306,10 @@ func researcherWritable() []string {
 // entry (".", or an empty one) is dropped: it would name the step's
 // checkout, which the candidate writes. So is a missing directory, but
 // where makeMissing (steps get mounts) a missing directory inside one that
-// Researchers write (researcherWritable) is made, empty, so that it is a
-// tool directory read-only to them, not theirs to create and fill with a
-// python3 that a later run finds.
-func stepPath(makeMissing bool) []string {
+// Researchers write (researcherWritable, with their home) is made, empty,
+// so that it is a tool directory read-only to them, not theirs to create
+// and fill with a python3 that a later run finds.
+func stepPath(makeMissing bool, home string) []string {
 	entries := filepath.SplitList(os.Getenv("PATH"))
 	if self, err := os.Executable(); err == nil {
 		entries = append([]string{filepath.Dir(self)}, entries...)
@@ -276,7 +320,7 @@ func stepPath(makeMissing bool) []string {
 			continue
 		}
 		d, err := filepath.EvalSymlinks(e)
-		if err != nil && makeMissing && insideResearcherWritable(e) && os.MkdirAll(e, 0o755) == nil {
+		if err != nil && makeMissing && insideResearcherWritable(e, home) && os.MkdirAll(e, 0o755) == nil {
 			d, err = filepath.EvalSymlinks(e)
 		}
 		if err == nil && !slices.Contains(path, d) {
@@ -287,9 +331,9 @@ func stepPath(makeMissing bool) []string {
 }
 
 // insideResearcherWritable reports whether path lies below a directory
-// that Researchers write.
-func insideResearcherWritable(path string) bool {
-	for _, w := range researcherWritable() {
+// that Researchers with home write.
+func insideResearcherWritable(path, home string) bool {
+	for _, w := range researcherWritable(home) {
 		if path != w && inside(path, w) {
 			return true
 		}
@@ -298,13 +342,14 @@ func insideResearcherWritable(path string) bool {
 }
 
 // toolDirs are the directories of the tools that training and evaluation
-// run which lie where a Researcher writes (researcherWritable): those on
+// run which lie where a Researcher with home writes (researcherWritable):
+// those on
 // the steps' PATH, the caches experiments share (sharedCacheRoot), Go's
 // root, module cache and build cache, and the prefixes and site-packages
 // of the Python interpreters on the PATH — a pyenv or a virtual
 // environment in the user's home, say. Tools a step finds another way are
 // not among them.
-func toolDirs(ctx context.Context, path []string) []string {
+func toolDirs(ctx context.Context, path []string, home string) []string {
 	found := slices.Clone(path)
 	if root, err := sharedCacheRoot(); err == nil {
 		found = append(found, root)
@@ -324,7 +369,7 @@ func toolDirs(ctx context.Context, path []string) []string {
 			found = append(found, strings.Split(strings.TrimSpace(string(out)), "\n")...)
 		}
 	}
-	writable := researcherWritable()
+	writable := researcherWritable(home)
 	var dirs []string
 	for _, d := range found {
 		d, err := filepath.EvalSymlinks(d)

@@ -318,7 +318,8 @@ func TestWritableMustBeADirectory(t *testing.T) {
 
 // TestTheSharedCachesAreAResearchersTool keeps the caches that
 // experiments share, the evaluations' among them, read-only to
-// Researchers, who write the home they lie in.
+// Researchers given the user's home (Options.ResearcherHome), who write
+// the home they lie in.
 func TestTheSharedCachesAreAResearchersTool(t *testing.T) {
 	root, err := sharedCacheRoot()
 	if err != nil {
@@ -374,3 +375,20 @@ func TestTheStepsPathIsFixedWhenTheRunStarts(t *testing.T) {
 	}
 }
 
+// TestResearcherHomeMustStandApart refuses, before any step, a Researcher
+// home that is no directory, or that lies in the repository or the
+// worktree, which the Researcher may not write as a whole.
+func TestResearcherHomeMustStandApart(t *testing.T) {
+	repo := newRepo(t, toyFiles(improvePlan, ""))
+	x := load(t, repo)
+	inWorktree := filepath.Join(x.Worktree, "home")
+	if err := os.MkdirAll(inWorktree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"home", filepath.Join(t.TempDir(), "gone"), repo, inWorktree} {
+		_, err := Run(context.Background(), x, Options{ResearcherHome: h})
+		if err == nil || !strings.Contains(err.Error(), "researcher home") {
+			t.Errorf("researcher home %q: error %v, want it refused", h, err)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package tamper
+
+import (
+	"context"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+)
+
+// TestHomeAttacks runs the attacks in attacks-home/, each a Researcher
+// that writes the user's home, where what it writes outlives the run: the
+// user's shells, git and Go, and the next run, read it. The Researcher's
+// HOME is its own and the user's is read-only to it, so nothing of the
+// user's home changes; where the user gives it the user's home
+// (Options.ResearcherHome), the same attack writes it.
+func TestHomeAttacks(t *testing.T) {
+	scripts, err := filepath.Glob("attacks-home/*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no home attacks: %v", err)
+	}
+	for _, s := range scripts {
+		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+		script, err := filepath.Abs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, given := range []bool{false, true} {
+			sub := name
+			if given {
+				sub += "/the-users-home-given"
+			}
+			t.Run(sub, func(t *testing.T) {
+				if !runner.ReadOnlyMounts() {
+					t.Skip("steps get no read-only mounts here")
+				}
+				home := userHome(t)
+				opts := runner.Options{}
+				if given {
+					opts.ResearcherHome = home
+				}
+				// The Researcher also keeps state in its HOME, as agents do.
+				researcher := filepath.Join(t.TempDir(), "researcher.sh")
+				if err := os.WriteFile(researcher, []byte("sh "+script+"\necho state > \"$HOME/agent-state\"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				files := maps.Clone(PyToy)
+				files["experiment.yaml"] = pyToyExperiment("home", "{runs: 1}", "python3", researcher)
+				repo := filepath.Join(t.TempDir(), "repo")
+				gittest.WriteFiles(t, repo, files)
+				gittest.Git(t, repo, "init", "-q", "-b", "main")
+				gittest.Git(t, repo, "add", "-A")
+				gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
+				x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var log strings.Builder
+				opts.Out = &log
+				if _, err := runner.Run(context.Background(), x, opts); err != nil {
+					t.Fatalf("run: %v\n%s", err, log.String())
+				}
+				own := filepath.Join(x.StateDir(), "researcher-home")
+				if given {
+					own = home
+				}
+				if _, err := os.Stat(filepath.Join(own, "agent-state")); err != nil {
+					t.Errorf("the Researcher kept no state in its home %s: %v\n%s", own, err, log.String())
+				}
+				written := filesIn(t, home)
+				if given && len(written) < 2 {
+					t.Errorf("with the user's home given, the attack wrote nothing there: it no longer attacks\n%s", log.String())
+				}
+				if !given && len(written) > 0 {
+					t.Errorf("the Researcher wrote %q in the user's home\n%s", written, log.String())
+				}
+			})
+		}
+	}
+}
+
+// userHome is an empty home for the test's user, $HOME and $USER_HOME,
+// outside the temporary directories, which every Researcher writes.
+func userHome(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(".", ".home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if dir, err = filepath.Abs(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", dir)
+	t.Setenv("USER_HOME", dir)
+	for _, k := range []string{"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GOENV"} {
+		t.Setenv(k, "")
+		if err := os.Unsetenv(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// filesIn lists the files under the home dir, but Go's telemetry counters,
+// which the runner's own go writes there.
+func filesIn(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == filepath.Join(dir, ".config", "go", "telemetry") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
