@@ -1,7 +1,6 @@
 package tamper
 
 import (
-	"context"
 	"io/fs"
 	"maps"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
 )
 
@@ -51,33 +49,20 @@ func TestHomeAttacks(t *testing.T) {
 				}
 				files := maps.Clone(PyToy)
 				files["experiment.yaml"] = pyToyExperiment("home", "{runs: 1}", "python3", researcher)
-				repo := filepath.Join(t.TempDir(), "repo")
-				gittest.WriteFiles(t, repo, files)
-				gittest.Git(t, repo, "init", "-q", "-b", "main")
-				gittest.Git(t, repo, "add", "-A")
-				gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
-				x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				var log strings.Builder
-				opts.Out = &log
-				if _, err := runner.Run(context.Background(), x, opts); err != nil {
-					t.Fatalf("run: %v\n%s", err, log.String())
-				}
+				x, _, log := runRepoWith(t, filepath.Join(t.TempDir(), "repo"), files, opts)
 				own := filepath.Join(x.StateDir(), "researcher-home")
 				if given {
 					own = home
 				}
 				if _, err := os.Stat(filepath.Join(own, "agent-state")); err != nil {
-					t.Errorf("the Researcher kept no state in its home %s: %v\n%s", own, err, log.String())
+					t.Errorf("the Researcher kept no state in its home %s: %v\n%s", own, err, log)
 				}
 				written := filesIn(t, home)
 				if given && len(written) < 2 {
-					t.Errorf("with the user's home given, the attack wrote nothing there: it no longer attacks\n%s", log.String())
+					t.Errorf("with the user's home given, the attack wrote nothing there: it no longer attacks\n%s", log)
 				}
 				if !given && len(written) > 0 {
-					t.Errorf("the Researcher wrote %q in the user's home\n%s", written, log.String())
+					t.Errorf("the Researcher wrote %q in the user's home\n%s", written, log)
 				}
 			})
 		}

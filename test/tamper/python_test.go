@@ -85,6 +85,13 @@ func TestPythonAttacks(t *testing.T) {
 // and what the run printed.
 func runRepo(t *testing.T, repo string, files map[string]string) (v1alpha1.AutoResearchStatus, string) {
 	t.Helper()
+	_, st, log := runRepoWith(t, repo, files, runner.Options{})
+	return st, log
+}
+
+// runRepoWith is runRepo with opts, and returns the experiment too.
+func runRepoWith(t *testing.T, repo string, files map[string]string, opts runner.Options) (*runner.Experiment, v1alpha1.AutoResearchStatus, string) {
+	t.Helper()
 	gittest.WriteFiles(t, repo, files)
 	gittest.Git(t, repo, "init", "-q", "-b", "main")
 	gittest.Git(t, repo, "add", "-A")
@@ -94,11 +101,12 @@ func runRepo(t *testing.T, repo string, files map[string]string) (v1alpha1.AutoR
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	st, err := runner.Run(context.Background(), x, runner.Options{Out: &log})
+	opts.Out = &log
+	st, err := runner.Run(context.Background(), x, opts)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
-	return st, log.String()
+	return x, st, log.String()
 }
 
 // pyToyExperiment is the experiment file of a Python attack on PyToy: one
