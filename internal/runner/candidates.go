@@ -132,7 +132,7 @@ func (l *Local) runCandidateResearcher(ctx context.Context, a round.Action) (*ro
 	exit, err := Process{
 		Command: l.spec.Researcher.Command,
 		Dir:     dir,
-		Env: append(append(append(l.baseEnv(a.Round), researcherEnv...),
+		Env: append(append(append(l.baseEnv(a.Round),
 			"AUTORESEARCH_CANDIDATE="+name,
 			"AUTORESEARCH_PROMPT_FILE="+promptPath,
 			"AUTORESEARCH_EXPERIENCES="+experiences,
@@ -140,6 +140,8 @@ func (l *Local) runCandidateResearcher(ctx context.Context, a round.Action) (*ro
 			"AUTORESEARCH_LOG_DIR="+logs,
 			"AUTORESEARCH_FIXED_FILES="+strings.Join(v1alpha1.Strings(l.spec.Fixed.Files), ","),
 		), envVars(l.spec.Researcher.Env)...),
+			// Last: a HOME in researcher.env is a pod's.
+			researcherEnv...),
 		Timeout:   l.spec.ResearcherTimeout(),
 		KillGrace: l.opts.KillGrace,
 		LogPath:   filepath.Join(logs, "researcher.log"),
@@ -238,7 +240,7 @@ func (l *Local) candidateMounts(ctx context.Context, root, logs string) ([]Mount
 	if err != nil {
 		return nil, err
 	}
-	return l.hiding(append(append(l.researcherMachine(),
+	mounts, err := l.hiding(append(append(l.researcherMachine(),
 		Mount{Path: l.x.Repo, ReadOnly: true},
 		Mount{Path: common, ReadOnly: true},
 		Mount{Path: l.ws.Root, ReadOnly: true},
@@ -246,6 +248,10 @@ func (l *Local) candidateMounts(ctx context.Context, root, logs string) ([]Mount
 		Mount{Path: logs},
 		Mount{Path: goEnv},
 	), l.homeAgain()...))
+	if err != nil {
+		return nil, err
+	}
+	return l.pinned(mounts), nil
 }
 
 // keepCombinedRef adds the ref of a's candidate, which spec.combine added

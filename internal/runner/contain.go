@@ -107,7 +107,8 @@ exit $?`
 // (and hide:<empty>, where the empty file or directory is bound onto the
 // path) the path is bound onto itself and remounted read-only or
 // read-write (read-only for hide), keeping the flags it had (nosuid,
-// nodev, …: a user namespace may not drop them). For machine, every mount
+// nodev, …: a user namespace may not drop them); for pin, bound onto
+// itself with the mounts below it, as they are. For machine, every mount
 // point of the machine but /proc and /dev is remounted read-only in place
 // (/sys and its cgroup file systems too); a mount point that findmnt has
 // to escape fails the step rather than stay writable. The step then gets a
@@ -115,13 +116,13 @@ exit $?`
 // that it sees no process but its own, with the kernel's settings and
 // triggers read-only; and a /dev of its own, read-only, holding only the
 // devices a step uses — the null, zero, random and terminal devices, the
-// GPUs' — with terminals of its own (a new devpts instance: no other
-// session's terminal) and an empty /dev/shm: no disk, no console, no
-// kernel log. A mount that fails fails the step before its command runs.
-// The init enters its directory again, by path: the one it started in is
-// under the mounts, and a relative path from it would go around them. The
-// command then runs without the power to undo them (dropMountPower fills
-// in how).
+// GPUs' and accelerators', RDMA's — with terminals of its own (a new
+// devpts instance: no other session's terminal) and an empty /dev/shm: no
+// disk, no console, no kernel log. A mount that fails fails the step
+// before its command runs. The init enters its directory again, by path:
+// the one it started in is under the mounts, and a relative path from it
+// would go around them. The command then runs without the power to undo
+// them (dropMountPower fills in how).
 const nsMountInit = `readonly_machine() {
 	mounts=$(findmnt -rn -o TARGET,VFS-OPTIONS) || return 1
 	while read -r target opts; do
@@ -139,10 +140,10 @@ own_kernel() {
 		[ -e "$p" ] || continue
 		mount --bind -- "$p" "$p" && mount -o remount,bind,ro,nosuid,nodev,noexec -- "$p" || return 1
 	done
-	mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs /dev/shm || return 1
+	{ [ -d /dev/shm ] || mkdir /dev/shm; } && mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs /dev/shm || return 1
 	new=/dev/shm/dev
 	mkdir "$new" && mount -t tmpfs -o nosuid,mode=755 tmpfs "$new" || return 1
-	for d in /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/nvidia* /dev/dri /dev/kfd; do
+	for d in /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/nvidia* /dev/dri /dev/kfd /dev/accel* /dev/vfio /dev/infiniband; do
 		[ -e "$d" ] || continue
 		if [ -d "$d" ]; then mkdir "$new/${d#/dev/}"; else : >"$new/${d#/dev/}"; fi &&
 			mount --rbind -- "$d" "$new/${d#/dev/}" || return 1
@@ -162,6 +163,7 @@ while [ $# -gt 1 ]; do
 	case $1 in hide:*) mode=ro src=${1#hide:} ;; esac
 	case $mode in
 	machine) readonly_machine ;;
+	pin) mount --rbind -- "$2" "$2" ;;
 	*)
 		mount --bind -- "$src" "$2" &&
 			opts=$(findmnt -n -o VFS-OPTIONS --mountpoint "$2" | tail -n 1) &&
@@ -191,6 +193,10 @@ type Mount struct {
 	// Path, a file or directory of the same kind, so that the step reads
 	// and writes nothing there.
 	Hide string
+	// Pin binds Path onto itself with every mount below it, as they are:
+	// nothing changes but that Path is a mount point, which the step can
+	// neither move nor remove.
+	Pin bool
 }
 
 // theMachine is the Mount that makes the machine read-only to a step.
@@ -211,6 +217,8 @@ func (c containment) argv(command string, mounts []Mount) []string {
 		switch {
 		case m.Machine:
 			mode = "machine"
+		case m.Pin:
+			mode = "pin"
 		case m.Hide != "":
 			mode = "hide:" + m.Hide
 		case m.ReadOnly:

@@ -133,6 +133,9 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if err := checkResearcherHome(x, opts.ResearcherHome); err != nil {
+		return v1alpha1.AutoResearchStatus{}, err
+	}
 	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
 	l.home = researcherHome(x, opts)
 	l.path = stepPath(ReadOnlyMounts(), l.home)
@@ -150,14 +153,6 @@ func (l *Local) run(ctx context.Context) error {
 	for _, w := range l.opts.Writable {
 		if fi, err := os.Stat(w); err != nil || !fi.IsDir() || !filepath.IsAbs(w) {
 			return fmt.Errorf("writable %q: not the absolute path of a directory", w)
-		}
-	}
-	if h := l.opts.ResearcherHome; h != "" {
-		if fi, err := os.Stat(h); err != nil || !fi.IsDir() || !filepath.IsAbs(h) {
-			return fmt.Errorf("researcher home %q: not the absolute path of a directory", h)
-		}
-		if inside(h, l.x.Repo) || inside(h, l.x.Worktree) {
-			return fmt.Errorf("researcher home %q: inside the repository or the worktree, which the Researcher may not write as a whole", h)
 		}
 	}
 	obs, err := l.load(ctx)
@@ -584,13 +579,15 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	exit, err := Process{
 		Command: l.spec.Researcher.Command,
 		Dir:     l.ws.Dir,
-		Env: append(append(append(l.baseEnv(a.Round), researcherEnv...),
+		Env: append(append(append(l.baseEnv(a.Round),
 			"AUTORESEARCH_PROMPT_FILE="+promptPath,
 			"AUTORESEARCH_EXPERIENCES="+l.ws.ExperiencesPath(),
 			"AUTORESEARCH_RESULT_FILE="+resultPath,
 			"AUTORESEARCH_LOG_DIR="+dir,
 			"AUTORESEARCH_FIXED_FILES="+strings.Join(v1alpha1.Strings(l.spec.Fixed.Files), ","),
 		), envVars(l.spec.Researcher.Env)...),
+			// Last: a HOME in researcher.env is a pod's.
+			researcherEnv...),
 		Timeout:   l.spec.ResearcherTimeout(),
 		KillGrace: l.opts.KillGrace,
 		LogPath:   filepath.Join(dir, "researcher.log"),

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,7 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 	if err != nil {
 		return nil, err
 	}
-	return l.hiding(append(append(l.researcherMachine(),
+	mounts, err := l.hiding(append(append(l.researcherMachine(),
 		Mount{Path: l.x.Repo, ReadOnly: true},
 		Mount{Path: common, ReadOnly: true},
 		Mount{Path: l.ws.Root},
@@ -43,6 +44,10 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 		Mount{Path: supervisor.BackupDir(l.ws.StateDir(), n), ReadOnly: true},
 		Mount{Path: goEnv},
 	), l.homeAgain()...))
+	if err != nil {
+		return nil, err
+	}
+	return l.pinned(mounts), nil
 }
 
 // homeAgain is the Researchers' home bound writable again after the
@@ -59,7 +64,7 @@ func (l *Local) homeAgain() []Mount {
 
 // researcherHome is the Researchers' HOME: the directory
 // Options.ResearcherHome names, or one of the experiment's own in the
-// supervisor's state directory, made when missing. The user's home is
+// supervisor's state directory, which researcherEnv makes. The user's home is
 // then read-only to them like the rest of the machine: no Researcher
 // writes what the user's shells, git, Go or a later run read there.
 func researcherHome(x *Experiment, opts Options) string {
@@ -67,6 +72,35 @@ func researcherHome(x *Experiment, opts Options) string {
 		return opts.ResearcherHome
 	}
 	return filepath.Join(x.StateDir(), "researcher-home")
+}
+
+// checkResearcherHome refuses, before anything runs, a Researcher home h
+// (Options.ResearcherHome, "" for the default) that is no absolute path of
+// a directory, or that lies, as named or as it resolves, in the
+// repository or the worktree, which a Researcher may not write as a
+// whole.
+func checkResearcherHome(x *Experiment, h string) error {
+	if h == "" {
+		return nil
+	}
+	fi, err := os.Stat(h)
+	if err != nil || !fi.IsDir() || !filepath.IsAbs(h) {
+		return fmt.Errorf("researcher home %q: not the absolute path of a directory", h)
+	}
+	resolved, err := filepath.EvalSymlinks(h)
+	if err != nil {
+		return fmt.Errorf("researcher home %q: %w", h, err)
+	}
+	for _, d := range []string{x.Repo, x.Worktree} {
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			r = d
+		}
+		if inside(h, d) || inside(resolved, d) || inside(resolved, r) {
+			return fmt.Errorf("researcher home %q: inside the repository or the worktree, which the Researcher may not write as a whole", h)
+		}
+	}
+	return nil
 }
 
 // researcherEnv is what every Researcher runs with besides the round's:
@@ -92,37 +126,50 @@ func (l *Local) researcherEnv() ([]string, error) {
 // researcherMachine is the machine as a Researcher sees it: read-only but
 // its home and temporary directories, and there read-only again the tools
 // that training and evaluation run (toolDirs), so that no Researcher
-// changes the interpreter or toolchain that measures it. Every directory
-// between a writable one and a tool, but those in a tool, is bound onto
-// itself, writable as it was: a mount point cannot be moved, so the Researcher cannot move a
-// tool's directory aside, with its read-only mounts, and put a copy of
-// its own at the tool's path. They come first, shallowest first: a bind
-// covers the mounts below it.
+// changes the interpreter or toolchain that measures it.
 func (l *Local) researcherMachine() []Mount {
 	mounts := []Mount{theMachine}
-	writable := researcherWritable(l.home)
-	for _, d := range writable {
+	for _, d := range researcherWritable(l.home) {
 		mounts = append(mounts, Mount{Path: d})
 	}
-	var pinned []string
 	for _, d := range l.tools {
+		mounts = append(mounts, Mount{Path: d, ReadOnly: true})
+	}
+	return mounts
+}
+
+// pinned adds to a Researcher's mounts a pin (Mount.Pin) of every
+// directory between one it writes and the path of a mount: a directory
+// that holds mount points can be moved, mounts and all, and a Researcher
+// that moved the one holding a tool, the repository, the worktree or the
+// holdout would put a copy of its own at their paths, which the steps
+// and the supervisor then use. The pins come last, shallowest first, and
+// keep every mount below them as it is.
+func (l *Local) pinned(mounts []Mount) []Mount {
+	var writable []string
+	for _, w := range researcherWritable(l.home) {
+		if w, err := filepath.EvalSymlinks(w); err == nil {
+			writable = append(writable, w)
+		}
+	}
+	var pins []string
+	for _, m := range mounts {
+		p, err := filepath.EvalSymlinks(m.Path)
+		if err != nil || m.Machine {
+			continue
+		}
 		for _, w := range writable {
-			if w, err := filepath.EvalSymlinks(w); err == nil && inside(d, w) {
-				for a := filepath.Dir(d); a != w && inside(a, w); a = filepath.Dir(a) {
-					if !slices.ContainsFunc(l.tools, func(t string) bool { return inside(a, t) }) {
-						pinned = append(pinned, a)
-					}
-				}
+			if p == w || !inside(p, w) {
+				continue
+			}
+			for a := filepath.Dir(p); a != w && inside(a, w); a = filepath.Dir(a) {
+				pins = append(pins, a)
 			}
 		}
 	}
-	slices.SortFunc(pinned, byDepth)
-	for _, a := range slices.Compact(pinned) {
-		mounts = append(mounts, Mount{Path: a})
-	}
-	tools := slices.SortedFunc(slices.Values(l.tools), byDepth)
-	for _, d := range tools {
-		mounts = append(mounts, Mount{Path: d, ReadOnly: true})
+	slices.SortFunc(pins, byDepth)
+	for _, a := range slices.Compact(pins) {
+		mounts = append(mounts, Mount{Path: a, Pin: true})
 	}
 	return mounts
 }
@@ -304,7 +351,9 @@ func researcherWritable(home string) []string {
 // directory is named as it resolves when the run starts: a Researcher that
 // points a link on the PATH elsewhere changes no step's PATH. A relative
 // entry (".", or an empty one) is dropped: it would name the step's
-// checkout, which the candidate writes. So is a missing directory, but
+// checkout, which the candidate writes; where steps get mounts, so is a
+// directory that Researchers write as a whole (/tmp, their home), which
+// no mount can keep read-only to them. So is a missing directory, but
 // where makeMissing (steps get mounts) a missing directory inside one that
 // Researchers write (researcherWritable, with their home) is made, empty,
 // so that it is a tool directory read-only to them, not theirs to create
@@ -323,11 +372,22 @@ func stepPath(makeMissing bool, home string) []string {
 		if err != nil && makeMissing && insideResearcherWritable(e, home) && os.MkdirAll(e, 0o755) == nil {
 			d, err = filepath.EvalSymlinks(e)
 		}
-		if err == nil && !slices.Contains(path, d) {
+		if err == nil && !slices.Contains(path, d) && !(makeMissing && researcherWrites(d, home)) {
 			path = append(path, d)
 		}
 	}
 	return path
+}
+
+// researcherWrites reports whether dir is one of the directories that
+// Researchers with home write, as a whole.
+func researcherWrites(dir, home string) bool {
+	for _, w := range researcherWritable(home) {
+		if w, err := filepath.EvalSymlinks(w); err == nil && w == dir {
+			return true
+		}
+	}
+	return false
 }
 
 // insideResearcherWritable reports whether path lies below a directory

@@ -41,14 +41,12 @@ func TestARootRunnerGetsItsMounts(t *testing.T) {
 			t.Skipf("no %s here", tool)
 		}
 	}
-	p := Process{
-		Command: "true", Dir: t.TempDir(), Timeout: 20 * time.Second, KillGrace: time.Second,
-		LogPath: filepath.Join(t.TempDir(), "log"), containment: containNamespaces,
-		Mounts: []Mount{theMachine},
-	}
-	exit, output, err := p.RunOutput(context.Background())
-	if err != nil || exit.ExitCode != 0 {
-		t.Fatalf("a step with the machine read-only: exit %+v, error %v, output %q", exit, err, output)
+	argv := containNamespaces.argv("true", []Mount{theMachine})
+	step := exec.Command(argv[0], argv[1:]...)
+	step.Dir = t.TempDir()
+	step.SysProcAttr = containNamespaces.attr(true)
+	if output, err := step.CombinedOutput(); err != nil {
+		t.Fatalf("a step with the machine read-only: %v, output %q", err, output)
 	}
 	if !containNamespaces.mounts() {
 		t.Error("the step ran with its mounts, but the probe says this machine has none")
@@ -249,7 +247,7 @@ func TestTheMachineIsReadOnlyToAStep(t *testing.T) {
 			shmFile := filepath.Join("/dev/shm", "autoresearch-test-"+strconv.Itoa(os.Getpid())+"-"+strings.ReplaceAll(c.String(), " ", "-"))
 			t.Cleanup(func() { _ = os.Remove(shmFile) })
 			script := `echo step > "$BESIDE"; [ -z "$SUB" ] || echo step > "$SUB/file"; echo step > "$SHM" && echo wrote shm; echo step > /dev/null && echo wrote null; echo step > "$RW/file" && echo wrote rw
-[ -e "/proc/$RUNNER" ] && echo "sees the runner"
+grep -qF "$RUNNER_ARG0" "/proc/$RUNNER/cmdline" 2>/dev/null && echo "sees the runner"
 head -c 1 /dev/urandom | wc -c | grep -q 1 && echo read urandom
 for f in /proc/sys/kernel/core_pattern /proc/sysrq-trigger /sys/kernel/uevent_helper /sys/fs/cgroup/*/release_agent; do [ -e "$f" ] && [ -w "$f" ] && echo "writes $f"; done
 for d in /dev/* /dev/*/*; do [ -b "$d" ] && echo "reaches the disk $d"; done
@@ -262,7 +260,7 @@ true`
 			}
 			p := Process{
 				Command: script, Dir: rw, Timeout: 20 * time.Second, KillGrace: time.Second,
-				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw, "RUNNER=" + strconv.Itoa(os.Getpid())},
+				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw, "RUNNER=" + strconv.Itoa(os.Getpid()), "RUNNER_ARG0=" + os.Args[0]},
 				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
 				Mounts: []Mount{theMachine, {Path: rw}},
 			}
@@ -339,8 +337,9 @@ func TestTheSharedCachesAreAResearchersTool(t *testing.T) {
 
 // TestTheStepsPathIsFixedWhenTheRunStarts names each directory of the
 // steps' PATH as it resolves, drops the relative entries, which name the
-// step's checkout, and makes the missing ones where Researchers write only
-// when steps get mounts, which keep them read-only to Researchers.
+// step's checkout, and, when steps get mounts, which keep the rest
+// read-only to Researchers, drops a directory Researchers write as a whole
+// and makes the missing ones where they write.
 func TestTheStepsPathIsFixedWhenTheRunStarts(t *testing.T) {
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -353,7 +352,7 @@ func TestTheStepsPathIsFixedWhenTheRunStarts(t *testing.T) {
 	if err := os.Symlink(bin, link); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PATH", strings.Join([]string{".", "", "rel/bin", link, absent, bin, "/no/such/dir"}, string(os.PathListSeparator)))
+	t.Setenv("PATH", strings.Join([]string{".", "", "rel/bin", link, absent, bin, "/no/such/dir", dir}, string(os.PathListSeparator)))
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -361,14 +360,15 @@ func TestTheStepsPathIsFixedWhenTheRunStarts(t *testing.T) {
 	if self, err = filepath.EvalSymlinks(filepath.Dir(self)); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := stepPath(false, ""), []string{self, bin}; !slices.Equal(got, want) {
+	// dir is the Researchers' home.
+	if got, want := stepPath(false, dir), []string{self, bin, dir}; !slices.Equal(got, want) {
 		t.Errorf("without mounts: PATH %v, want %v", got, want)
 	}
 	if _, err := os.Stat(absent); err == nil {
 		t.Errorf("without mounts %s was made", absent)
 	}
-	if got, want := stepPath(true, ""), []string{self, bin, absent}; !slices.Equal(got, want) {
-		t.Errorf("with mounts: PATH %v, want %v", got, want)
+	if got, want := stepPath(true, dir), []string{self, bin, absent}; !slices.Equal(got, want) {
+		t.Errorf("with mounts: PATH %v, want %v, without the Researchers' home", got, want)
 	}
 	if _, err := os.Stat("/no/such/dir"); err == nil {
 		t.Error("/no/such/dir, outside where Researchers write, was made")
@@ -385,7 +385,11 @@ func TestResearcherHomeMustStandApart(t *testing.T) {
 	if err := os.MkdirAll(inWorktree, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range []string{"home", filepath.Join(t.TempDir(), "gone"), repo, inWorktree} {
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(repo, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{".", filepath.Join(t.TempDir(), "gone"), repo, inWorktree, link} {
 		_, err := Run(context.Background(), x, Options{ResearcherHome: h})
 		if err == nil || !strings.Contains(err.Error(), "researcher home") {
 			t.Errorf("researcher home %q: error %v, want it refused", h, err)

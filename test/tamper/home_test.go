@@ -69,18 +69,28 @@ func TestHomeAttacks(t *testing.T) {
 	}
 }
 
-// userHome is an empty home for the test's user, $HOME and $USER_HOME,
-// outside the temporary directories, which every Researcher writes.
+// userHome is an empty home for the test's user, $HOME and $USER_HOME, in
+// the real user's cache directory: outside the temporary directories,
+// which every Researcher writes.
 func userHome(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp(".", ".home-")
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Skipf("no user cache directory: %v", err)
+	}
+	if cache, err = filepath.EvalSymlinks(cache); err != nil {
+		t.Skipf("no user cache directory: %v", err)
+	}
+	for _, tmp := range []string{"/tmp", "/var/tmp"} {
+		if strings.HasPrefix(cache+"/", tmp+"/") {
+			t.Skipf("the user cache directory %s lies in %s, which every Researcher writes", cache, tmp)
+		}
+	}
+	dir, err := os.MkdirTemp(cache, "autoresearch-test-home-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if dir, err = filepath.Abs(dir); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("HOME", dir)
 	t.Setenv("USER_HOME", dir)
 	for _, k := range []string{"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "GOENV"} {
@@ -113,4 +123,38 @@ func filesIn(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// TestMoveAttacks runs the attacks in attacks-move/, each a Researcher
+// that moves aside a directory holding what it may not write — the
+// repository, the worktree, the supervisor's state — where that directory
+// lies in one it writes, as an experiment in /tmp does. Every directory
+// between one it writes and a mount of its is a mount point it cannot
+// move: nothing is moved, and the best stays the baseline's.
+func TestMoveAttacks(t *testing.T) {
+	scripts, err := filepath.Glob("attacks-move/*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no move attacks: %v", err)
+	}
+	for _, s := range scripts {
+		script, err := filepath.Abs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(s), ".sh"), func(t *testing.T) {
+			if !runner.ReadOnlyMounts() {
+				t.Skip("steps get no read-only mounts here")
+			}
+			top := t.TempDir()
+			files := maps.Clone(PyToy)
+			files["experiment.yaml"] = pyToyExperiment("move", "{runs: 1}", "python3", script)
+			st, log := runRepo(t, filepath.Join(top, "repo"), files)
+			if _, err := os.Stat(top + ".aside"); err == nil {
+				t.Errorf("the Researcher moved %s aside\n%s", top, log)
+			}
+			if st.Best == nil || st.Best.Value != "10" {
+				t.Errorf("best %+v, want the baseline's 10\n%s", st.Best, log)
+			}
+		})
+	}
 }
