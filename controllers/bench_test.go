@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"net/http"
 	"os"
 	"runtime"
@@ -81,8 +80,9 @@ func benchEnv(b *testing.B, name string, def int) int {
 func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	prev := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(prev)
 	soft := memlimit.Set(int64(benchEnv(b, "BENCH_MEMORY_LIMIT_MIB", 256))<<20, os.Getenv)
-	defer debug.SetMemoryLimit(math.MaxInt64)
 	ns := newNamespace(b)
 	writes := &writeCounter{by: map[string]int{}}
 	managerCfg := rest.CopyConfig(cfg)

@@ -46,7 +46,8 @@ func TestFromCgroup(t *testing.T) {
 }
 
 func TestSet(t *testing.T) {
-	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64) })
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	none := func(string) string { return "" }
 	if got := Set(0, none); got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		t.Errorf("no limit: Set = %d, runtime limit %d; want none", got, debug.SetMemoryLimit(-1))
