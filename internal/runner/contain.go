@@ -118,11 +118,15 @@ exit $?`
 // devices a step uses — the null, zero, random and terminal devices, the
 // GPUs' and accelerators', RDMA's — with terminals of its own (a new
 // devpts instance: no other session's terminal) and an empty /dev/shm: no
-// disk, no console, no kernel log. A mount that fails fails the step
-// before its command runs. The init enters its directory again, by path:
-// the one it started in is under the mounts, and a relative path from it
-// would go around them. The command then runs without the power to undo
-// them (dropMountPower fills in how).
+// disk, no console, no kernel log. The Unix sockets of the machine's
+// services, in /run and the temporary directories (a session's D-Bus,
+// systemd's, a container runtime's, tmux's), are bound over by /dev/null:
+// a step that reached one would have it run commands outside every
+// namespace. A mount that fails fails the step before its command runs.
+// The init enters its directory again, by path: the one it started in is
+// under the mounts, and a relative path from it would go around them. The
+// command then runs without the power to undo them (dropMountPower fills
+// in how).
 const nsMountInit = `readonly_machine() {
 	mounts=$(findmnt -rn -o TARGET,VFS-OPTIONS) || return 1
 	while read -r target opts; do
@@ -132,7 +136,15 @@ const nsMountInit = `readonly_machine() {
 	done <<-MOUNTS
 	$mounts
 	MOUNTS
+	machine=1
 	own_kernel
+}
+hide_sockets() {
+	find /run /var/run /tmp /var/tmp -maxdepth 4 -type s -exec sh -c '
+		for s; do mount --bind /dev/null "$s" 2>/dev/null || [ ! -S "$s" ] || : >/dev/shm/.exposed; done' sh {} + 2>/dev/null
+	[ ! -e /dev/shm/.exposed ] && return
+	rm -f /dev/shm/.exposed
+	return 1
 }
 own_kernel() {
 	mount -t proc -o nosuid,nodev,noexec proc /proc || return 1
@@ -174,6 +186,10 @@ while [ $# -gt 1 ]; do
 	}
 	shift 2
 done
+[ -z "$machine" ] || hide_sockets || {
+	echo "autoresearch: cannot hide the machine's sockets from the step" >&2
+	exit 125
+}
 here=$(pwd -P) && cd -- "$here" || exit 125
 %s /bin/sh -c "$cmd"
 exit $?`

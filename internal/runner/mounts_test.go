@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -253,14 +254,24 @@ for f in /proc/sys/kernel/core_pattern /proc/sysrq-trigger /sys/kernel/uevent_he
 for d in /dev/* /dev/*/*; do [ -b "$d" ] && echo "reaches the disk $d"; done
 for d in /dev/pts/*; do [ "$d" = /dev/pts/ptmx ] || echo "reaches the terminal $d"; done
 ! command -v python3 >/dev/null || python3 -c 'import os, pty; m, s = pty.openpty(); print("opened", os.ttyname(s))'
+! command -v python3 >/dev/null || python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print("reaches the service")' "$SERVICE" 2>/dev/null
 true`
-			// A terminal of the machine's, which the step must not reach.
+			// A service of the machine's, listening on a Unix socket in a
+			// temporary directory, and a terminal of the machine's, which
+			// the step must not reach.
+			// The socket lies where the step writes, which a later mount
+			// makes writable again.
+			service, err := net.Listen("unix", filepath.Join(rw, "service.sock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = service.Close() })
 			if ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0); err == nil {
 				t.Cleanup(func() { _ = ptmx.Close() })
 			}
 			p := Process{
 				Command: script, Dir: rw, Timeout: 20 * time.Second, KillGrace: time.Second,
-				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw, "RUNNER=" + strconv.Itoa(os.Getpid()), "RUNNER_ARG0=" + os.Args[0]},
+				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw, "RUNNER=" + strconv.Itoa(os.Getpid()), "RUNNER_ARG0=" + os.Args[0], "SERVICE=" + filepath.Join(rw, "service.sock")},
 				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
 				Mounts: []Mount{theMachine, {Path: rw}},
 			}
@@ -288,7 +299,7 @@ true`
 			if _, err := exec.LookPath("python3"); err == nil && !strings.Contains(output, "opened /dev/pts/0") {
 				t.Errorf("output %q, want a terminal of the step's own, the first of its devpts", output)
 			}
-			for _, escape := range []string{"sees the runner", "writes ", "reaches the disk", "reaches the terminal"} {
+			for _, escape := range []string{"sees the runner", "writes ", "reaches the disk", "reaches the terminal", "reaches the service"} {
 				if strings.Contains(output, escape) {
 					t.Errorf("output %q: the step %s", output, escape)
 				}
