@@ -120,16 +120,17 @@ func TestTimeoutSendsSIGTERMThenSIGKILL(t *testing.T) {
 			}
 
 			file := filepath.Join(t.TempDir(), "written")
-			p.Command = "trap '' TERM; sleep 2; echo x > " + file
+			// Killed after the grace, well before the command would end.
+			p.Command = "trap '' TERM; sleep 4; echo x > " + file
 			p.KillGrace = 300 * time.Millisecond
 			start := time.Now()
 			if exit, _, err = p.RunOutput(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if !exit.TimedOut || exit.ExitCode != 128+9 || time.Since(start) > 1500*time.Millisecond {
+			if !exit.TimedOut || exit.ExitCode != 128+9 || time.Since(start) > 3500*time.Millisecond {
 				t.Errorf("exit %+v after %s, want killed after the grace", exit, time.Since(start))
 			}
-			neverWritten(t, file, 3*time.Second)
+			neverWritten(t, file, 5*time.Second)
 		})
 	}
 }
