@@ -24,8 +24,9 @@ import (
 // but writes no object, ref, hook or configuration. It writes its
 // worktree, the round's directory, where it writes its result file and
 // transcripts, and its Go environment file. The ledger backup in the
-// round's directory is read-only again. What it changes of the worktree's own git file is
-// restored and fails compliance (supervisor.FinishResearch).
+// round's directory is read-only again. What it changes of the worktree's
+// own git file is restored and fails compliance
+// (supervisor.FinishResearch).
 func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) {
 	common, err := l.gitCommonDir(ctx)
 	if err != nil {
@@ -53,8 +54,9 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 // homeAgain is the Researchers' home bound writable again after the
 // experiment's mounts, when it is the experiment's own, which lies in the
 // supervisor's state directory. A home of the user's choice lies outside
-// the experiment (Local.run checks), writable already (researcherMachine),
-// and is not bound again: the bind would uncover the tools in it.
+// the experiment (checkResearcherHome), writable already
+// (researcherMachine), and is not bound again: the bind would uncover the
+// tools in it.
 func (l *Local) homeAgain() []Mount {
 	if inside(l.home, l.x.Worktree) {
 		return []Mount{{Path: l.home}}
@@ -64,8 +66,8 @@ func (l *Local) homeAgain() []Mount {
 
 // researcherHome is the Researchers' HOME: the directory
 // Options.ResearcherHome names, or one of the experiment's own in the
-// supervisor's state directory, which researcherEnv makes. The user's home is
-// then read-only to them like the rest of the machine: no Researcher
+// supervisor's state directory, which researcherEnv makes. The user's home
+// is then read-only to them like the rest of the machine: no Researcher
 // writes what the user's shells, git, Go or a later run read there.
 func researcherHome(x *Experiment, opts Options) string {
 	if opts.ResearcherHome != "" {
@@ -403,12 +405,11 @@ func insideResearcherWritable(path, home string) bool {
 
 // toolDirs are the directories of the tools that training and evaluation
 // run which lie where a Researcher with home writes (researcherWritable):
-// those on
-// the steps' PATH, the caches experiments share (sharedCacheRoot), Go's
-// root, module cache and build cache, and the prefixes and site-packages
-// of the Python interpreters on the PATH — a pyenv or a virtual
-// environment in the user's home, say. Tools a step finds another way are
-// not among them.
+// those on the steps' PATH, the caches experiments share
+// (sharedCacheRoot), Go's root, module cache and build cache, and the
+// prefixes and site-packages of the Python interpreters on the PATH — a
+// pyenv or a virtual environment in the user's home, say. Tools a step
+// finds another way are not among them.
 func toolDirs(ctx context.Context, path []string, home string) []string {
 	found := slices.Clone(path)
 	if root, err := sharedCacheRoot(); err == nil {
