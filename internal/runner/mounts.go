@@ -374,7 +374,7 @@ func stepPath(makeMissing bool, home string) []string {
 		if err != nil && makeMissing && insideResearcherWritable(e, home) && os.MkdirAll(e, 0o755) == nil {
 			d, err = filepath.EvalSymlinks(e)
 		}
-		if err == nil && !slices.Contains(path, d) && !(makeMissing && researcherWrites(d, home)) {
+		if err == nil && !slices.Contains(path, d) && (!makeMissing || !researcherWrites(d, home)) {
 			path = append(path, d)
 		}
 	}
