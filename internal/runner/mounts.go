@@ -148,12 +148,7 @@ func (l *Local) researcherMachine() []Mount {
 // and the supervisor then use. The pins come last, shallowest first, and
 // keep every mount below them as it is.
 func (l *Local) pinned(mounts []Mount) []Mount {
-	var writable []string
-	for _, w := range researcherWritable(l.home) {
-		if w, err := filepath.EvalSymlinks(w); err == nil {
-			writable = append(writable, w)
-		}
-	}
+	writable := resolvedWritable(l.home)
 	var pins []string
 	for _, m := range mounts {
 		p, err := filepath.EvalSymlinks(m.Path)
@@ -365,42 +360,35 @@ func stepPath(makeMissing bool, home string) []string {
 	if self, err := os.Executable(); err == nil {
 		entries = append([]string{filepath.Dir(self)}, entries...)
 	}
+	writable := researcherWritable(home)
+	resolved := resolvedWritable(home)
 	var path []string
 	for _, e := range entries {
 		if !filepath.IsAbs(e) {
 			continue
 		}
 		d, err := filepath.EvalSymlinks(e)
-		if err != nil && makeMissing && insideResearcherWritable(e, home) && os.MkdirAll(e, 0o755) == nil {
+		below := func(w string) bool { return e != w && inside(e, w) }
+		if err != nil && makeMissing && slices.ContainsFunc(writable, below) && os.MkdirAll(e, 0o755) == nil {
 			d, err = filepath.EvalSymlinks(e)
 		}
-		if err == nil && !slices.Contains(path, d) && (!makeMissing || !researcherWrites(d, home)) {
+		if err == nil && !slices.Contains(path, d) && (!makeMissing || !slices.Contains(resolved, d)) {
 			path = append(path, d)
 		}
 	}
 	return path
 }
 
-// researcherWrites reports whether dir is one of the directories that
-// Researchers with home write, as a whole.
-func researcherWrites(dir, home string) bool {
+// resolvedWritable are the directories that Researchers with home write
+// (researcherWritable), each as it resolves.
+func resolvedWritable(home string) []string {
+	var dirs []string
 	for _, w := range researcherWritable(home) {
-		if w, err := filepath.EvalSymlinks(w); err == nil && w == dir {
-			return true
+		if w, err := filepath.EvalSymlinks(w); err == nil {
+			dirs = append(dirs, w)
 		}
 	}
-	return false
-}
-
-// insideResearcherWritable reports whether path lies below a directory
-// that Researchers with home write.
-func insideResearcherWritable(path, home string) bool {
-	for _, w := range researcherWritable(home) {
-		if path != w && inside(path, w) {
-			return true
-		}
-	}
-	return false
+	return dirs
 }
 
 // toolDirs are the directories of the tools that training and evaluation
@@ -430,7 +418,7 @@ func toolDirs(ctx context.Context, path []string, home string) []string {
 			found = append(found, strings.Split(strings.TrimSpace(string(out)), "\n")...)
 		}
 	}
-	writable := researcherWritable(home)
+	writable := resolvedWritable(home)
 	var dirs []string
 	for _, d := range found {
 		d, err := filepath.EvalSymlinks(d)
@@ -440,7 +428,7 @@ func toolDirs(ctx context.Context, path []string, home string) []string {
 		for _, w := range writable {
 			// A tool directory that is the whole of one would leave the
 			// Researcher nowhere to write.
-			if w, err := filepath.EvalSymlinks(w); err == nil && d != w && inside(d, w) {
+			if d != w && inside(d, w) {
 				dirs = append(dirs, d)
 				break
 			}
