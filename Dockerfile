@@ -4,13 +4,21 @@
 #
 # hack/image.sh (`make image`) builds the same image without Docker, as a
 # docker-archive: keep the two describing the same files, user and entrypoint.
+#
+# Base images are pinned by the digest of their multi-platform index, so that
+# a tag moved upstream changes nothing here. To move to a newer one:
+#   docker buildx imagetools inspect golang:1.26 --format '{{json .Manifest.Digest}}'
+# and the same for debian:trixie-slim.
 
-FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
+FROM --platform=$BUILDPLATFORM golang:1.26@sha256:3aff6657219a4d9c14e27fb1d8976c49c29fddb70ba835014f477e1c70636647 AS builder
 ARG TARGETOS
 ARG TARGETARCH
 # The version the binaries report (`make docker-build` passes git describe).
 ARG VERSION=devel
 WORKDIR /src
+# The image's Go may be older than go.mod's: fetch go.mod's toolchain (from
+# the module proxy, checked against the checksum database) when it is.
+ENV GOTOOLCHAIN=auto
 
 # Dependencies first, so that source changes reuse this layer.
 COPY go.mod go.sum ./
@@ -31,7 +39,7 @@ RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
 # with an ssh-privatekey credential. The workspace volume is shared by pods
 # that may run as other users, so git must not refuse it as a repository of
 # "dubious ownership".
-FROM debian:trixie-slim
+FROM debian:trixie-slim@sha256:a29215f6a35e51e22adffa17f89e9d2ef06214e64a2bad10d765c46aea49f11f
 RUN apt-get update && \
     apt-get install -y --no-install-recommends ca-certificates git openssh-client && \
     rm -rf /var/lib/apt/lists/* && \
