@@ -47,7 +47,8 @@ CONTAINERD_VERSION=${CONTAINERD_VERSION:-2.4.2}
 PAUSE_VERSION=${PAUSE_VERSION:-3.10.2}
 CNI_BRIDGE=${CNI_BRIDGE:-cni-e2e0}
 CNI_SUBNET=${CNI_SUBNET:-10.244.0.0/24}
-# Images imported into the node besides pause (archives from hack/image.sh).
+# Images imported into the node besides pause (archives from hack/image.sh):
+# make e2e-real adds torch, the nanogpt-torch example's.
 NODE_IMAGES=${NODE_IMAGES:-operator go}
 d=$E2E_DIR/node
 sock=$d/containerd/containerd.sock
@@ -192,16 +193,19 @@ YAML
 }
 
 # import_images builds the images and imports them; $d/images lists
-# their references, the operator's first, for the tests.
+# them for the tests, a line "NAME REFERENCE" each (NAME as hack/image.sh
+# takes it: operator, go, torch, pause).
 import_images() {
-  local version archive ref
+  local version archive ref i=0
+  local -a names
+  read -r -a names <<<"$NODE_IMAGES pause"
   version=$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo devel)
   : >"$d/images"
-  # shellcheck disable=SC2086 # NODE_IMAGES is a list.
-  for archive in $(VERSION=$version "$root/hack/image.sh" $NODE_IMAGES pause); do
+  for archive in $(VERSION=$version "$root/hack/image.sh" "${names[@]}"); do
     ctr images import "$archive" >/dev/null
     ref=$(tar -xOf "$archive" manifest.json | sed -n 's/.*"RepoTags":\["\([^"]*\)"\].*/\1/p')
-    echo "$ref" >>"$d/images"
+    echo "${names[i]} $ref" >>"$d/images"
+    i=$((i + 1))
     echo "imported $ref" >&2
   done
 }

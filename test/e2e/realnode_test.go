@@ -30,19 +30,21 @@ const (
 	realStorageClass = "real-local"
 )
 
-// realNodeImages are the references hack/e2e/real-node.sh imported: the
-// operator's image and the Go toolchain image, in that order.
-func realNodeImages(t *testing.T) (operator, goToolchain string) {
+// realNodeImage is the reference of the image hack/e2e/real-node.sh
+// imported under name (operator, go, torch), from its list.
+func realNodeImage(t *testing.T, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(e2eDir, "node", "images"))
 	if err != nil {
 		t.Fatalf("the real node's image list: %v (is hack/e2e/real-node.sh up?)", err)
 	}
-	refs := strings.Fields(string(data))
-	if len(refs) < 2 {
-		t.Fatalf("the real node imported %q, want the operator's image and the Go image", refs)
+	for line := range strings.Lines(string(data)) {
+		if n, ref, ok := strings.Cut(strings.TrimSpace(line), " "); ok && n == name {
+			return ref
+		}
 	}
-	return refs[0], refs[1]
+	t.Fatalf("the real node imported no %s image; its list:\n%s(NODE_IMAGES names what hack/e2e/real-node.sh imports)", name, data)
+	return ""
 }
 
 // gitDaemon serves the repositories under dir read-only on the node's
@@ -152,7 +154,7 @@ func TestRealNode(t *testing.T) {
 		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
 	}
 	const n = "realnode"
-	operatorImage, goImage := realNodeImages(t)
+	operatorImage, goImage := realNodeImage(t, "operator"), realNodeImage(t, "go")
 	// Training asks for two GPUs and says which it got.
 	const (
 		trainGPUs = 2
@@ -243,11 +245,7 @@ autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(
 		return !hostProcess(t, orphan...)
 	})
 
-	eventually(t, "the experiment to finish", 20*time.Minute, func() bool {
-		phase := experimentNamed(t, n).Status.Phase
-		return phase == v1alpha1.PhaseSucceeded || phase == v1alpha1.PhaseFailed
-	})
-	ar := experimentNamed(t, n)
+	ar := finished(t, n, 20*time.Minute)
 	var verdicts []string
 	for _, h := range ar.Status.History {
 		verdicts = append(verdicts, string(h.Verdict))
@@ -320,6 +318,109 @@ autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(
 	})
 	t.Logf("pods:\n%s", kubectl(t, "", "get", "pods", "-n", ns, "-l", sel, "--sort-by=.metadata.creationTimestamp", "-o",
 		"custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,PHASE:.status.phase,CREATED:.metadata.creationTimestamp,END:.status.containerStatuses[0].state.terminated.finishedAt"))
+}
+
+// TestRealNodeTorch runs examples/nanogpt-torch, with its kernel parity
+// target, on the real node: training, evaluation and the parity check run
+// in the Python image hack/image.sh builds (Debian's CPU PyTorch), as the
+// image's user gives way to the operator's 65532, and the operator's
+// steps in its own image.
+func TestRealNodeTorch(t *testing.T) {
+	if os.Getenv("E2E_REAL_NODE") != "1" {
+		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
+	}
+	const n = "realnode-torch"
+	operatorImage, torchImage := realNodeImage(t, "operator"), realNodeImage(t, "torch")
+	install(t)
+	m := &manager{t: t, image: operatorImage}
+	m.start()
+	defer m.stop()
+
+	repos := t.TempDir()
+	if err := os.Rename(sourceRepo(t, "nanogpt-torch"), filepath.Join(repos, "nanogpt-torch")); err != nil {
+		t.Fatal(err)
+	}
+	url := gitDaemon(t, repos) + "/nanogpt-torch"
+	hostVolume(t, n+"-workspace")
+	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata: {name: %s, namespace: %s}
+spec:
+  researchQuestion: "How low can a tiny GPT push bits per byte?"
+  maxRounds: 3
+  source:
+    git: {url: "%s", ref: main}
+  workspace: {size: 1Gi}
+  fixed:
+    files: [prepare.py, eval.py, reference_kernels.py, scripted-researcher.yaml]
+    timeLimit: 10m
+  variable:
+    files: [train.py, kernels.py]
+  train:
+    image: %s
+    command: "python3 prepare.py && python3 train.py"
+    outputs: [ckpt]
+    gpus: 1
+  eval:
+    metric: val_bpb
+    direction: minimize
+    command: "python3 prepare.py && python3 eval.py"
+  kernelTargets:
+    - {name: rmsnorm, newModule: "kernels:rmsnorm", baselineModule: "reference_kernels:rmsnorm", fixture: "reference_kernels:rmsnorm_fixture", atol: "1e-5", rtol: "1e-4"}
+  researcher:
+    command: "autoresearch researcher scripted --plan scripted-researcher.yaml"
+    timeout: 60s
+`, n, ns, url, torchImage), "apply", "-f", "-")
+	sel := "autoresearch.dev/experiment=" + n
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := tryKubectl("", "get", "pods", "-n", ns, "-l", sel, "-o",
+				`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.containerStatuses[*].state.terminated.message}{"\n"}{end}`)
+			t.Logf("pods and termination messages:\n%s", out)
+		}
+		kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+	})
+
+	ar := finished(t, n, 25*time.Minute)
+	var got []string
+	for _, h := range ar.Status.History {
+		got = append(got, string(h.Verdict))
+	}
+	if strings.Join(got, " ") != "baseline improved not_improved parity_failed" {
+		t.Errorf("verdicts %v (phase %s: %s), want baseline, improved, not_improved, parity_failed", got, ar.Status.Phase, ar.Status.Message)
+	}
+
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel+",autoresearch.dev/step in (train,eval)", "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]int{}
+	for _, p := range list.Items {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Image == torchImage && s.ImageID != "" {
+				ran[p.Labels["autoresearch.dev/step"]]++
+			}
+		}
+	}
+	t.Logf("containers of the PyTorch image, by step: %v", ran)
+	for _, step := range []string{"train", "eval"} {
+		if ran[step] == 0 {
+			t.Errorf("no %s container ran %s; by step: %v", step, torchImage, ran)
+		}
+	}
+}
+
+// finished waits for the experiment n to fail, or to succeed and commit
+// its final ledger: the phase turns Succeeded before the finish pod that
+// writes the ledger has ended.
+func finished(t *testing.T, n string, timeout time.Duration) *v1alpha1.AutoResearch {
+	t.Helper()
+	var ar *v1alpha1.AutoResearch
+	eventually(t, "experiment "+n+" to finish", timeout, func() bool {
+		ar = experimentNamed(t, n)
+		return ar.Status.Phase == v1alpha1.PhaseFailed || (ar.Status.Phase == v1alpha1.PhaseSucceeded && ar.Status.LedgerCommit != "")
+	})
+	return ar
 }
 
 // trainingDevices checks that each training pod of the experiment the
@@ -424,7 +525,7 @@ func TestRealNodeGPUs(t *testing.T) {
 	if os.Getenv("E2E_REAL_NODE") != "1" {
 		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
 	}
-	image, _ := realNodeImages(t)
+	image := realNodeImage(t, "operator")
 	n := nodeGPUs(t, realNode)
 	if want := envOr("E2E_GPUS", ""); want != "" && want != strconv.Itoa(n) {
 		t.Errorf("%s has %d allocatable nvidia.com/gpu, want E2E_GPUS=%s", realNode, n, want)
