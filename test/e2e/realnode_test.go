@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 )
 
 const (
@@ -407,6 +408,100 @@ spec:
 		if ran[step] == 0 {
 			t.Errorf("no %s container ran %s; by step: %v", step, torchImage, ran)
 		}
+	}
+}
+
+// TestRealNodeHoldsTrainingToItsLimits lets the runtime stop training: in
+// round 1 the Researcher's training outgrows the container's memory limit
+// and the kernel kills it (OOMKilled), in round 2 it outlives the time
+// limit. Both are the candidate's failures, judged so, and the loop goes on.
+func TestRealNodeHoldsTrainingToItsLimits(t *testing.T) {
+	if os.Getenv("E2E_REAL_NODE") != "1" {
+		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
+	}
+	const n = "realnode-limits"
+	operatorImage := realNodeImage(t, "operator")
+	install(t)
+	m := &manager{t: t, image: operatorImage}
+	m.start()
+	defer m.stop()
+
+	repos := t.TempDir()
+	repo := gittest.NewRepo(t, map[string]string{
+		"train.sh": "echo 2.5 > score\n",
+		"eval.sh":  "echo \"loss: $(cat score)\"\n",
+	})
+	if err := os.Rename(repo, filepath.Join(repos, "limits")); err != nil {
+		t.Fatal(err)
+	}
+	url := gitDaemon(t, repos) + "/limits"
+	hostVolume(t, n+"-workspace")
+	// Round 1 holds half a gigabyte in memory (tail keeps a line until it
+	// ends, and /dev/zero has none); round 2 sleeps past the time limit.
+	researcher := `case $AUTORESEARCH_ROUND in
+1) echo 'head -c 512m /dev/zero | tail -n 1 > /dev/null && echo 1.0 > score' > train.sh; s="hold half a gigabyte" ;;
+*) echo 'sleep 600; echo 1.0 > score' > train.sh; s="sleep past the time limit" ;;
+esac
+echo "| $AUTORESEARCH_ROUND |  |  |  | $s |  |  |" >> "$AUTORESEARCH_EXPERIENCES"`
+	spec, err := json.Marshal(map[string]any{
+		"apiVersion": "autoresearch.dev/v1alpha1",
+		"kind":       "AutoResearch",
+		"metadata":   map[string]any{"name": n, "namespace": ns},
+		"spec": map[string]any{
+			"researchQuestion": "Does the runtime hold training to its limits?",
+			"maxRounds":        2,
+			"baseline":         map[string]any{"runs": 1},
+			"source":           map[string]any{"git": map[string]any{"url": url, "ref": "main"}},
+			"workspace":        map[string]any{"size": "1Gi"},
+			"fixed":            map[string]any{"files": []string{"eval.sh"}, "timeLimit": "20s"},
+			"variable":         map[string]any{"files": []string{"train.sh"}},
+			"train": map[string]any{
+				"image": operatorImage, "command": "sh train.sh", "outputs": []string{"score"}, "gpus": 0,
+				"resources": map[string]any{"limits": map[string]any{"memory": "128Mi"}},
+			},
+			"eval":       map[string]any{"metric": "loss", "direction": "minimize", "command": "sh eval.sh"},
+			"researcher": map[string]any{"command": researcher, "timeout": "1m"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := "autoresearch.dev/experiment=" + n
+	kubectl(t, string(spec), "apply", "-f", "-")
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := tryKubectl("", "get", "pods", "-n", ns, "-l", sel, "-o",
+				`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.containerStatuses[*].state.terminated.reason}{" "}{.status.containerStatuses[*].state.terminated.message}{"\n"}{end}`)
+			t.Logf("pods, reasons and termination messages:\n%s", out)
+		}
+		kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+	})
+
+	ar := finished(t, n, 10*time.Minute)
+	var verdicts []string
+	for _, h := range ar.Status.History {
+		verdicts = append(verdicts, string(h.Verdict))
+		t.Logf("round %d: %s: %s", h.Round, h.Verdict, h.Insight)
+	}
+	if got := strings.Join(verdicts, " "); got != "baseline train_failed train_timeout" {
+		t.Errorf("verdicts %q (phase %s: %s), want baseline train_failed train_timeout", got, ar.Status.Phase, ar.Status.Message)
+	}
+
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel+",autoresearch.dev/step=train,autoresearch.dev/round=1", "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	oom := false
+	for _, p := range list.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Terminated != nil {
+				t.Logf("round 1's training pod %s: container %s ended %s (exit %d)", p.Name, c.Name, c.State.Terminated.Reason, c.State.Terminated.ExitCode)
+				oom = oom || c.State.Terminated.Reason == "OOMKilled"
+			}
+		}
+	}
+	if !oom {
+		t.Errorf("no training container of round 1 was OOMKilled by the runtime; pods: %d", len(list.Items))
 	}
 }
 
