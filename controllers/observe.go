@@ -361,6 +361,11 @@ func observeJob(job *batchv1.Job, pods []*corev1.Pod, pr *steps.ProcessResult, r
 	if term != nil && steps.Decode(term.Message, res) == nil {
 		exit.ExitCode, exit.TimedOut, exit.Tail = pr.ExitCode, pr.TimedOut, pr.Tail
 		exit.Duration = time.Duration(pr.DurationMS) * time.Millisecond
+		// The step wrapper outlived the process the kernel killed: only
+		// the runtime knows why it died, and the insight ends with that.
+		if term.Reason == reasonOOMKilled {
+			exit.Tail = strings.TrimSpace(exit.Tail + "\n" + oomKilled)
+		}
 	}
 	failed := jobCondition(job, batchv1.JobFailed)
 	if failed != nil && failed.Reason == batchv1.JobReasonDeadlineExceeded {
@@ -376,12 +381,23 @@ func observeJob(job *batchv1.Job, pods []*corev1.Pod, pr *steps.ProcessResult, r
 	return exit
 }
 
+const (
+	// reasonOOMKilled is the reason a container runtime gives a container
+	// in which the kernel killed a process for its memory limit.
+	reasonOOMKilled = "OOMKilled"
+	oomKilled       = "OOMKilled: a process went over the container's memory limit and the kernel killed it"
+)
+
 func exitOf(pod *corev1.Pod, term *corev1.ContainerStateTerminated) round.ProcessExit {
 	exit := round.ProcessExit{TimedOut: pod.Status.Reason == "DeadlineExceeded"}
 	if term != nil {
 		exit.ExitCode = int(term.ExitCode)
 		exit.Duration = term.FinishedAt.Sub(term.StartedAt.Time)
-		if term.Reason != "" && term.Reason != "Completed" && term.Reason != "Error" {
+		switch term.Reason {
+		case "", "Completed", "Error":
+		case reasonOOMKilled:
+			exit.Tail = oomKilled
+		default:
 			exit.Tail = term.Reason
 		}
 	} else if pod.Status.Phase == corev1.PodFailed {

@@ -217,3 +217,50 @@ func withoutManagedFields(m metav1.ObjectMeta) metav1.ObjectMeta {
 	m.ManagedFields = nil
 	return m
 }
+
+// TestAnOOMKillEndsTheInsight has the kernel kill training for its memory
+// limit: whether the step wrapper lived to write its result or died too,
+// the runtime's reason is the last line of the tail that the insight
+// quotes.
+func TestAnOOMKillEndsTheInsight(t *testing.T) {
+	message := func(t *testing.T, r steps.TrainResult) string {
+		data, err := steps.Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	cases := map[string]struct {
+		message string
+		code    int32
+		want    round.ProcessExit
+	}{
+		"the wrapper wrote its result": {
+			message: message(t, steps.TrainResult{ProcessResult: steps.ProcessResult{ExitCode: 137, DurationMS: 2000, Tail: "step 10 loss=2.5\nKilled"}}),
+			code:    137,
+			want:    round.ProcessExit{ExitCode: 137, Duration: 2 * time.Second, Tail: "step 10 loss=2.5\nKilled\n" + oomKilled},
+		},
+		"the wrapper died with it": {
+			code: 137,
+			want: round.ProcessExit{ExitCode: 137, Tail: oomKilled},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			job := &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded}}}}
+			pod := &corev1.Pod{
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: stepTrain}}},
+				Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+					Name: stepTrain, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: tc.code, Reason: reasonOOMKilled, Message: tc.message}},
+				}}},
+			}
+			obs := observeGPUStep(round.Action{Type: round.ActionRunTrain, Round: 1}, job, []*corev1.Pod{pod})
+			if obs.Train == nil {
+				t.Fatalf("observation %+v has no training result", obs)
+			}
+			if obs.Train.Exit != tc.want {
+				t.Errorf("exit %+v, want %+v", obs.Train.Exit, tc.want)
+			}
+		})
+	}
+}

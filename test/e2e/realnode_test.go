@@ -485,6 +485,8 @@ echo "| $AUTORESEARCH_ROUND |  |  |  | $s |  |  |" >> "$AUTORESEARCH_EXPERIENCES
 	}
 	if got := strings.Join(verdicts, " "); got != "baseline train_failed train_timeout" {
 		t.Errorf("verdicts %q (phase %s: %s), want baseline train_failed train_timeout", got, ar.Status.Phase, ar.Status.Message)
+	} else if insight := ar.Status.History[1].Insight; !strings.Contains(insight, "OOMKilled") {
+		t.Errorf("round 1's insight %q does not say the kernel killed training for its memory limit", insight)
 	}
 
 	var list corev1.PodList
