@@ -530,36 +530,8 @@ func TestPyTorchExampleOnCluster(t *testing.T) {
 	m.start()
 	defer m.stop()
 	repo := sourceRepo(t, "nanogpt-torch")
-	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata: {name: %s, namespace: %s}
-spec:
-  researchQuestion: "How low can a tiny GPT push bits per byte?"
-  maxRounds: 3
-  source:
-    git: {url: "file://%s", ref: main}
-  workspace: {size: 1Gi}
-  fixed:
-    files: [prepare.py, eval.py, reference_kernels.py, scripted-researcher.yaml]
-    timeLimit: 10m
-  variable:
-    files: [train.py, kernels.py]
-  train:
-    command: "python3 prepare.py && python3 train.py"
-    outputs: [ckpt]
-    gpus: 1
-    # The host's userland plays the training image: its python3 has torch.
-    env: [{name: PATH, value: "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"}]
-  eval:
-    metric: val_bpb
-    direction: minimize
-    command: "python3 prepare.py && python3 eval.py"
-  kernelTargets:
-    - {name: rmsnorm, newModule: "kernels:rmsnorm", baselineModule: "reference_kernels:rmsnorm", fixture: "reference_kernels:rmsnorm_fixture", atol: "1e-5", rtol: "1e-4"}
-  researcher:
-    command: "autoresearch researcher scripted --plan scripted-researcher.yaml"
-    timeout: 60s
-`, torchName, ns, repo), "apply", "-f", "-")
+	// The host's userland plays the training image: its python3 has torch.
+	kubectl(t, torchExperiment(torchName, "file://"+repo, `env: [{name: PATH, value: "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"}]`), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", torchName, "-n", ns, "--wait=true")
 
 	eventually(t, "the PyTorch experiment to finish", 20*time.Minute, func() bool {
@@ -572,6 +544,41 @@ spec:
 	if strings.Join(got, " ") != "baseline improved not_improved parity_failed" {
 		t.Errorf("verdicts %v, want baseline, improved, not_improved, parity_failed", got)
 	}
+}
+
+// torchExperiment is examples/nanogpt-torch as the experiment n, with its
+// kernel parity target, cloned from url; train is one more field of
+// spec.train, which says where python3 with torch is.
+func torchExperiment(n, url, train string) string {
+	return fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata: {name: %s, namespace: %s}
+spec:
+  researchQuestion: "How low can a tiny GPT push bits per byte?"
+  maxRounds: 3
+  source:
+    git: {url: %q, ref: main}
+  workspace: {size: 1Gi}
+  fixed:
+    files: [prepare.py, eval.py, reference_kernels.py, scripted-researcher.yaml]
+    timeLimit: 10m
+  variable:
+    files: [train.py, kernels.py]
+  train:
+    command: "python3 prepare.py && python3 train.py"
+    outputs: [ckpt]
+    gpus: 1
+    %s
+  eval:
+    metric: val_bpb
+    direction: minimize
+    command: "python3 prepare.py && python3 eval.py"
+  kernelTargets:
+    - {name: rmsnorm, newModule: "kernels:rmsnorm", baselineModule: "reference_kernels:rmsnorm", fixture: "reference_kernels:rmsnorm_fixture", atol: "1e-5", rtol: "1e-4"}
+  researcher:
+    command: "autoresearch researcher scripted --plan scripted-researcher.yaml"
+    timeout: 60s
+`, n, ns, url, train)
 }
 
 // nodeGPUs is the node's allocatable nvidia.com/gpu.

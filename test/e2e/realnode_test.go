@@ -189,40 +189,18 @@ if touch /workspace/source/.git/tampered 2>/dev/null; then echo "probe git-dir=w
 setsid %s </dev/null >/dev/null 2>&1 &
 sleep 10
 autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(orphan, " "))
-	spec, err := json.Marshal(map[string]any{
-		"apiVersion": "autoresearch.dev/v1alpha1",
-		"kind":       "AutoResearch",
-		"metadata":   map[string]any{"name": n, "namespace": ns},
-		"spec": map[string]any{
-			"researchQuestion": "How low can bits per byte go?",
-			"maxRounds":        1,
-			"baseline":         map[string]any{"runs": 1},
-			"source":           map[string]any{"git": map[string]any{"url": url, "ref": "main"}},
-			"workspace":        map[string]any{"size": "1Gi"},
-			// The Go toolchain compiles the standard library afresh in
-			// every pod: time for that.
-			"fixed":      map[string]any{"files": []string{"prepare/main.go", "lm/lm.go", "eval/main.go", "scripted-researcher.yaml"}, "timeLimit": "3m"},
-			"variable":   map[string]any{"files": []string{"train/main.go"}},
-			"train":      map[string]any{"image": goImage, "command": train, "outputs": []string{"ckpt"}, "gpus": trainGPUs},
-			"eval":       map[string]any{"metric": "val_bpb", "direction": "minimize", "command": "go run ./prepare && go run ./eval"},
-			"researcher": map[string]any{"command": researcher, "timeout": "2m"},
-		},
+	applyExperiment(t, n, url, map[string]any{
+		"researchQuestion": "How low can bits per byte go?",
+		"maxRounds":        1,
+		// The Go toolchain compiles the standard library afresh in every
+		// pod: time for that.
+		"fixed":      map[string]any{"files": []string{"prepare/main.go", "lm/lm.go", "eval/main.go", "scripted-researcher.yaml"}, "timeLimit": "3m"},
+		"variable":   map[string]any{"files": []string{"train/main.go"}},
+		"train":      map[string]any{"image": goImage, "command": train, "outputs": []string{"ckpt"}, "gpus": trainGPUs},
+		"eval":       map[string]any{"metric": "val_bpb", "direction": "minimize", "command": "go run ./prepare && go run ./eval"},
+		"researcher": map[string]any{"command": researcher, "timeout": "2m"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sel := "autoresearch.dev/experiment=" + n
-	kubectl(t, string(spec), "apply", "-f", "-")
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := tryKubectl("", "get", "pods", "-n", ns, "-l", sel, "-o",
-				`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.containerStatuses[*].state.terminated.message}{"\n"}{end}`)
-			t.Logf("pods and termination messages:\n%s", out)
-			out, _ = tryKubectl("", "logs", "-n", ns, "-l", sel, "--all-containers", "--prefix", "--tail=30")
-			t.Logf("logs:\n%s", out)
-		}
-		kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
-	})
 
 	// The orphan lives while its Researcher does, and not after.
 	eventually(t, "round 1 to start", 15*time.Minute, func() bool {
@@ -343,44 +321,9 @@ func TestRealNodeTorch(t *testing.T) {
 	}
 	url := gitDaemon(t, repos) + "/nanogpt-torch"
 	hostVolume(t, n+"-workspace")
-	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata: {name: %s, namespace: %s}
-spec:
-  researchQuestion: "How low can a tiny GPT push bits per byte?"
-  maxRounds: 3
-  source:
-    git: {url: "%s", ref: main}
-  workspace: {size: 1Gi}
-  fixed:
-    files: [prepare.py, eval.py, reference_kernels.py, scripted-researcher.yaml]
-    timeLimit: 10m
-  variable:
-    files: [train.py, kernels.py]
-  train:
-    image: %s
-    command: "python3 prepare.py && python3 train.py"
-    outputs: [ckpt]
-    gpus: 1
-  eval:
-    metric: val_bpb
-    direction: minimize
-    command: "python3 prepare.py && python3 eval.py"
-  kernelTargets:
-    - {name: rmsnorm, newModule: "kernels:rmsnorm", baselineModule: "reference_kernels:rmsnorm", fixture: "reference_kernels:rmsnorm_fixture", atol: "1e-5", rtol: "1e-4"}
-  researcher:
-    command: "autoresearch researcher scripted --plan scripted-researcher.yaml"
-    timeout: 60s
-`, n, ns, url, torchImage), "apply", "-f", "-")
+	kubectl(t, torchExperiment(n, url, "image: "+torchImage), "apply", "-f", "-")
 	sel := "autoresearch.dev/experiment=" + n
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := tryKubectl("", "get", "pods", "-n", ns, "-l", sel, "-o",
-				`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.containerStatuses[*].state.terminated.message}{"\n"}{end}`)
-			t.Logf("pods and termination messages:\n%s", out)
-		}
-		kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
-	})
+	deleteAtEnd(t, n)
 
 	ar := finished(t, n, 25*time.Minute)
 	var got []string
@@ -443,39 +386,19 @@ func TestRealNodeHoldsTrainingToItsLimits(t *testing.T) {
 *) echo 'sleep 600; echo 1.0 > score' > train.sh; s="sleep past the time limit" ;;
 esac
 echo "| $AUTORESEARCH_ROUND |  |  |  | $s |  |  |" >> "$AUTORESEARCH_EXPERIENCES"`
-	spec, err := json.Marshal(map[string]any{
-		"apiVersion": "autoresearch.dev/v1alpha1",
-		"kind":       "AutoResearch",
-		"metadata":   map[string]any{"name": n, "namespace": ns},
-		"spec": map[string]any{
-			"researchQuestion": "Does the runtime hold training to its limits?",
-			"maxRounds":        2,
-			"baseline":         map[string]any{"runs": 1},
-			"source":           map[string]any{"git": map[string]any{"url": url, "ref": "main"}},
-			"workspace":        map[string]any{"size": "1Gi"},
-			"fixed":            map[string]any{"files": []string{"eval.sh"}, "timeLimit": "20s"},
-			"variable":         map[string]any{"files": []string{"train.sh"}},
-			"train": map[string]any{
-				"image": operatorImage, "command": "sh train.sh", "outputs": []string{"score"}, "gpus": 0,
-				"resources": map[string]any{"limits": map[string]any{"memory": "128Mi"}},
-			},
-			"eval":       map[string]any{"metric": "loss", "direction": "minimize", "command": "sh eval.sh"},
-			"researcher": map[string]any{"command": researcher, "timeout": "1m"},
+	applyExperiment(t, n, url, map[string]any{
+		"researchQuestion": "Does the runtime hold training to its limits?",
+		"maxRounds":        2,
+		"fixed":            map[string]any{"files": []string{"eval.sh"}, "timeLimit": "20s"},
+		"variable":         map[string]any{"files": []string{"train.sh"}},
+		"train": map[string]any{
+			"image": operatorImage, "command": "sh train.sh", "outputs": []string{"score"}, "gpus": 0,
+			"resources": map[string]any{"limits": map[string]any{"memory": "128Mi"}},
 		},
+		"eval":       map[string]any{"metric": "loss", "direction": "minimize", "command": "sh eval.sh"},
+		"researcher": map[string]any{"command": researcher, "timeout": "1m"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sel := "autoresearch.dev/experiment=" + n
-	kubectl(t, string(spec), "apply", "-f", "-")
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := tryKubectl("", "get", "pods", "-n", ns, "-l", sel, "-o",
-				`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.containerStatuses[*].state.terminated.reason}{" "}{.status.containerStatuses[*].state.terminated.message}{"\n"}{end}`)
-			t.Logf("pods, reasons and termination messages:\n%s", out)
-		}
-		kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
-	})
 
 	ar := finished(t, n, 10*time.Minute)
 	var verdicts []string
@@ -505,6 +428,45 @@ echo "| $AUTORESEARCH_ROUND |  |  |  | $s |  |  |" >> "$AUTORESEARCH_EXPERIENCES
 	if !oom {
 		t.Errorf("no training container of round 1 was OOMKilled by the runtime; pods: %d", len(list.Items))
 	}
+}
+
+// applyExperiment applies the experiment n of spec, with one baseline run,
+// its source cloned from url and a workspace of 1Gi, and deletes it when
+// the test ends.
+func applyExperiment(t *testing.T, n, url string, spec map[string]any) {
+	t.Helper()
+	spec["baseline"] = map[string]any{"runs": 1}
+	spec["source"] = map[string]any{"git": map[string]any{"url": url, "ref": "main"}}
+	spec["workspace"] = map[string]any{"size": "1Gi"}
+	data, err := json.Marshal(map[string]any{
+		"apiVersion": "autoresearch.dev/v1alpha1",
+		"kind":       "AutoResearch",
+		"metadata":   map[string]any{"name": n, "namespace": ns},
+		"spec":       spec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, string(data), "apply", "-f", "-")
+	deleteAtEnd(t, n)
+}
+
+// deleteAtEnd deletes the experiment n when the test ends; when it failed,
+// it first logs how each of the experiment's pods ended and their logs'
+// last lines.
+func deleteAtEnd(t *testing.T, n string) {
+	t.Helper()
+	sel := "autoresearch.dev/experiment=" + n
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := tryKubectl("", "get", "pods", "-n", ns, "-l", sel, "-o",
+				`jsonpath={range .items[*]}{.metadata.name}{" "}{.status.phase}{" "}{.status.containerStatuses[*].state.terminated.reason}{" "}{.status.containerStatuses[*].state.terminated.message}{"\n"}{end}`)
+			t.Logf("pods, reasons and termination messages:\n%s", out)
+			out, _ = tryKubectl("", "logs", "-n", ns, "-l", sel, "--all-containers", "--prefix", "--tail=30")
+			t.Logf("logs:\n%s", out)
+		}
+		kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+	})
 }
 
 // finished waits for the experiment n to fail, or to succeed and commit
