@@ -111,7 +111,10 @@ exit $?`
 // itself with the mounts below it, as they are. For machine, every mount
 // point of the machine but /proc and /dev is remounted read-only in place
 // (/sys and its cgroup file systems too); a mount point that findmnt has
-// to escape fails the step rather than stay writable. The step then gets a
+// to escape fails the step rather than stay writable, and so does one that
+// cannot be remounted, unless it is gone: the machine removed its
+// directory after the listing, which detaches it from the step's namespace
+// too, leaving nothing to make read-only. The step then gets a
 // kernel view of its own (own_kernel): a /proc of its PID namespace, so
 // that it sees no process but its own, with the kernel's settings and
 // triggers read-only; and a /dev of its own, read-only, holding only the
@@ -132,12 +135,16 @@ const nsMountInit = `readonly_machine() {
 	while read -r target opts; do
 		case $target in /proc | /proc/* | /dev | /dev/*) continue ;; esac
 		case $target in *\\*) echo "autoresearch: cannot name the mount $target for the step" >&2; return 1 ;; esac
-		mount -o "remount,bind,ro${opts#r[ow]}" -- "$target" || return 1
+		mount -o "remount,bind,ro${opts#r[ow]}" -- "$target" || gone "$target" || return 1
 	done <<-MOUNTS
 	$mounts
 	MOUNTS
 	machine=1
 	own_kernel
+}
+gone() {
+	now=$(findmnt -rn -o TARGET) || return 1
+	! printf '%%s\n' "$now" | grep -qxF -- "$1"
 }
 hide_sockets() {
 	find /run /var/run /tmp /var/tmp -maxdepth 4 -type s -exec sh -c '

@@ -54,6 +54,76 @@ func TestARootRunnerGetsItsMounts(t *testing.T) {
 	}
 }
 
+// TestAMountThatGoesAwayLeavesTheMachineReadOnly has a mount of the machine
+// go away while a step's init makes the machine read-only, as one does
+// when the machine unmounts it and removes its directory between the
+// init's listing and its remount: the step runs, and the directory is as
+// read-only as the rest. A mount that stays and cannot be remounted still
+// fails the step.
+func TestAMountThatGoesAwayLeavesTheMachineReadOnly(t *testing.T) {
+	if os.Geteuid() != 0 || !containNamespaces.mounts() {
+		t.Skip("not root, or no mounts under namespaces here")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vanish := filepath.Join(dir, "vanish")
+	if err := os.Mkdir(vanish, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "tmpfs", vanish).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", vanish).Run() })
+	mount, err := exec.LookPath("mount")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The init's mount, which first takes the mount it is asked to remount
+	// away ($GONE) or has the remount fail with the mount still there
+	// ($STUCK).
+	bin := t.TempDir()
+	wrapper := `#!/bin/sh
+case "$*" in
+*remount,*" -- $GONE") umount -l -- "$GONE" ;;
+*remount,*" -- $STUCK") exit 32 ;;
+esac
+exec ` + mount + ` "$@"
+`
+	if err := os.WriteFile(filepath.Join(bin, "mount"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, env string
+		ok        bool
+	}{
+		{name: "gone", env: "GONE=" + vanish, ok: true},
+		{name: "stuck", env: "STUCK=" + vanish},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			argv := containNamespaces.argv(`echo step > "$VANISH/file" && echo wrote vanish; echo step > "$DIR/file" && echo wrote dir; true`, []Mount{theMachine})
+			step := exec.Command(argv[0], argv[1:]...)
+			step.Dir = dir
+			step.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), tc.env, "VANISH="+vanish, "DIR="+dir)
+			step.SysProcAttr = containNamespaces.attr(true)
+			output, err := step.CombinedOutput()
+			if !tc.ok {
+				if code := step.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(output), "cannot mount / machine") {
+					t.Errorf("exit %d, output %q: want the mounts to fail the step", code, output)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("a step whose mount went away: %v, output %q", err, output)
+			}
+			if strings.Contains(string(output), "wrote") {
+				t.Errorf("the step wrote the machine: %q", output)
+			}
+		})
+	}
+}
+
 // mountTree is a read-only directory with a file, a directory inside it
 // that is writable again, and one inside that which is read-only again.
 type mountTree struct{ ro, file, rw, sub string }
