@@ -656,26 +656,7 @@ func TestDisruptionIsRetried(t *testing.T) {
 	})
 
 	train := runningPod(t, "round 1's training", "batch.kubernetes.io/job-name="+n+"-r1-train", 5*time.Minute)
-	kubectl(t, fmt.Sprintf(`{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": %q, "namespace": %q}}`, train.Name, ns),
-		"create", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/eviction", ns, train.Name), "-f", "-")
-	// The node reports the end of the evicted pod with the condition the
-	// eviction set: the Job's pod failure policy and the operator tell a
-	// disruption from a failure by it.
-	var evicted *corev1.Pod
-	eventually(t, "the evicted training pod to end", 2*time.Minute, func() bool {
-		evicted = pod(t, train.Name)
-		if evicted == nil || evicted.UID != train.UID {
-			t.Fatalf("the evicted pod %s is gone before its end was seen", train.Name)
-		}
-		return evicted.Status.Phase == corev1.PodFailed
-	})
-	disrupted := false
-	for _, c := range evicted.Status.Conditions {
-		disrupted = disrupted || c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI"
-	}
-	if !disrupted {
-		t.Errorf("the evicted pod ended without its DisruptionTarget condition: %+v", evicted.Status.Conditions)
-	}
+	evict(t, train)
 
 	eventually(t, "the experiment to finish", 10*time.Minute, func() bool {
 		return experimentNamed(t, n).Status.Phase == v1alpha1.PhaseSucceeded
@@ -689,6 +670,39 @@ func TestDisruptionIsRetried(t *testing.T) {
 	if got := strings.Join(verdicts, " "); got != "baseline improved" {
 		t.Errorf("verdicts %s, want baseline improved", got)
 	}
+	retriedAfterEviction(t, ar, train)
+}
+
+// evict evicts the running pod p through the eviction API, as a node drain
+// does, and waits for the node to report its end with the condition the
+// eviction set: the Job's pod failure policy and the operator tell a
+// disruption from a failure by it.
+func evict(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	kubectl(t, fmt.Sprintf(`{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": %q, "namespace": %q}}`, p.Name, ns),
+		"create", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/eviction", ns, p.Name), "-f", "-")
+	var evicted *corev1.Pod
+	eventually(t, "the evicted pod "+p.Name+" to end", 2*time.Minute, func() bool {
+		evicted = pod(t, p.Name)
+		if evicted == nil || evicted.UID != p.UID {
+			t.Fatalf("the evicted pod %s is gone before its end was seen", p.Name)
+		}
+		return evicted.Status.Phase == corev1.PodFailed
+	})
+	disrupted := false
+	for _, c := range evicted.Status.Conditions {
+		disrupted = disrupted || c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI"
+	}
+	if !disrupted {
+		t.Errorf("the evicted pod ended without its DisruptionTarget condition: %+v", evicted.Status.Conditions)
+	}
+}
+
+// retriedAfterEviction checks that the experiment ar told of a retried
+// step, and that the Job of the evicted pod replaced it rather than
+// failing (its pod failure policy ignores disruptions) and succeeded.
+func retriedAfterEviction(t *testing.T, ar *v1alpha1.AutoResearch, evicted *corev1.Pod) {
+	t.Helper()
 	var retried []string
 	for _, e := range experimentEvents(t, ar) {
 		if e.Reason == "StepRetried" {
@@ -699,13 +713,15 @@ func TestDisruptionIsRetried(t *testing.T) {
 		t.Errorf("no StepRetried event")
 	}
 	t.Logf("StepRetried: %q", retried)
-	// The Job replaced its evicted pod rather than failing: its pod
-	// failure policy ignores disruptions.
+	owner := metav1.GetControllerOf(evicted)
+	if owner == nil {
+		t.Fatalf("the evicted pod %s has no Job", evicted.Name)
+	}
 	var job batchv1.Job
-	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "job", n+"-r1-train", "-n", ns, "-o", "json")), &job); err != nil {
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "job", owner.Name, "-n", ns, "-o", "json")), &job); err != nil {
 		t.Fatal(err)
 	}
-	if owner := metav1.GetControllerOf(train); owner == nil || owner.UID != job.UID || job.Status.Succeeded != 1 {
+	if owner.UID != job.UID || job.Status.Succeeded != 1 {
 		t.Errorf("the evicted pod's Job did not finish with a new pod: owner %v, job %s succeeded %d failed %d", owner, job.UID, job.Status.Succeeded, job.Status.Failed)
 	}
 }

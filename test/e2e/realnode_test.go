@@ -430,12 +430,89 @@ echo "| $AUTORESEARCH_ROUND |  |  |  | $s |  |  |" >> "$AUTORESEARCH_EXPERIENCES
 	}
 }
 
-// applyExperiment applies the experiment n of spec, with one baseline run,
-// its source cloned from url and a workspace of 1Gi, and deletes it when
-// the test ends.
+// TestRealNodeRetriesADisruptedStep deletes the running Researcher pod and
+// evicts the running training pod on the real node, as an administrator or
+// a node drain would: the kubelet stops their containers, with every
+// process in them, and each step runs again, so the round is judged on
+// what the new pods do. Training leaves a process in a session of its own,
+// named after its pod, which must not outlive the evicted container.
+func TestRealNodeRetriesADisruptedStep(t *testing.T) {
+	if os.Getenv("E2E_REAL_NODE") != "1" {
+		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
+	}
+	const n = "realnode-disrupted"
+	operatorImage := realNodeImage(t, "operator")
+	install(t)
+	m := &manager{t: t, image: operatorImage}
+	m.start()
+	defer m.stop()
+
+	repos := t.TempDir()
+	repo := gittest.NewRepo(t, map[string]string{
+		"train.sh": "echo 2.5 > score\n",
+		"eval.sh":  "echo \"loss: $(cat score)\"\n",
+	})
+	if err := os.Rename(repo, filepath.Join(repos, "disrupted")); err != nil {
+		t.Fatal(err)
+	}
+	url := gitDaemon(t, repos) + "/disrupted"
+	hostVolume(t, n+"-workspace")
+	// The Researcher and training wait 20s before their work: time to take
+	// their pods away while they run.
+	researcher := `sleep 20
+cat > train.sh <<'TRAIN'
+setsid sh -c 'while :; do sleep 1; done' "orphan-$(cat /proc/sys/kernel/hostname)" </dev/null >/dev/null 2>&1 &
+sleep 20
+echo 1.0 > score
+TRAIN
+echo "| $AUTORESEARCH_ROUND |  |  |  | train for longer |  |  |" >> "$AUTORESEARCH_EXPERIENCES"`
+	applyExperiment(t, n, url, map[string]any{
+		"researchQuestion": "Does a disrupted step run again?",
+		"maxRounds":        1,
+		"fixed":            map[string]any{"files": []string{"eval.sh"}, "timeLimit": "2m"},
+		"variable":         map[string]any{"files": []string{"train.sh"}},
+		"train":            map[string]any{"image": operatorImage, "command": "sh train.sh", "outputs": []string{"score"}, "gpus": 0},
+		"eval":             map[string]any{"metric": "loss", "direction": "minimize", "command": "sh eval.sh"},
+		"researcher":       map[string]any{"command": researcher, "timeout": "2m"},
+	})
+	sel := "autoresearch.dev/experiment=" + n
+
+	researcherPod := runningPod(t, "round 1's Researcher", sel+",autoresearch.dev/round=1,autoresearch.dev/step=researcher", 10*time.Minute)
+	kubectl(t, "", "delete", "pod", researcherPod.Name, "-n", ns, "--wait=false")
+	eventually(t, "a new Researcher pod", 3*time.Minute, func() bool {
+		p := pod(t, researcherPod.Name)
+		return p != nil && p.UID != researcherPod.UID
+	})
+
+	train := runningPod(t, "round 1's training", "batch.kubernetes.io/job-name="+n+"-r1-train", 5*time.Minute)
+	orphan := []string{"sh", "-c", "while :; do sleep 1; done", "orphan-" + train.Name}
+	eventually(t, "training's setsid child on the host", time.Minute, func() bool {
+		return hostProcess(t, orphan...)
+	})
+	evict(t, train)
+	eventually(t, "the setsid child to die with the evicted container", 30*time.Second, func() bool {
+		return !hostProcess(t, orphan...)
+	})
+
+	ar := finished(t, n, 10*time.Minute)
+	var verdicts []string
+	for _, h := range ar.Status.History {
+		verdicts = append(verdicts, string(h.Verdict))
+	}
+	if got := strings.Join(verdicts, " "); got != "baseline improved" {
+		t.Errorf("verdicts %q (phase %s: %s), want baseline improved", got, ar.Status.Phase, ar.Status.Message)
+	}
+	retriedAfterEviction(t, ar, train)
+}
+
+// applyExperiment applies the experiment n of spec, with one baseline run
+// unless spec has a baseline, its source cloned from url and a workspace of
+// 1Gi, and deletes it when the test ends.
 func applyExperiment(t *testing.T, n, url string, spec map[string]any) {
 	t.Helper()
-	spec["baseline"] = map[string]any{"runs": 1}
+	if _, ok := spec["baseline"]; !ok {
+		spec["baseline"] = map[string]any{"runs": 1}
+	}
 	spec["source"] = map[string]any{"git": map[string]any{"url": url, "ref": "main"}}
 	spec["workspace"] = map[string]any{"size": "1Gi"}
 	data, err := json.Marshal(map[string]any{
