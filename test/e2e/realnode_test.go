@@ -115,6 +115,24 @@ spec:
 	})
 }
 
+// scoreRepo serves, as n over a git daemon, a repository whose training
+// writes a loss of 2.5 and whose evaluation reports it, makes the volume
+// of experiment n's workspace, and returns the repository's URL.
+func scoreRepo(t *testing.T, n string) string {
+	t.Helper()
+	repos := t.TempDir()
+	repo := gittest.NewRepo(t, map[string]string{
+		"train.sh": "echo 2.5 > score\n",
+		"eval.sh":  "echo \"loss: $(cat score)\"\n",
+	})
+	if err := os.Rename(repo, filepath.Join(repos, n)); err != nil {
+		t.Fatal(err)
+	}
+	url := gitDaemon(t, repos) + "/" + n
+	hostVolume(t, n+"-workspace")
+	return url
+}
+
 // hostProcess tells whether a process of this machine, in any container,
 // runs the command line args.
 func hostProcess(t *testing.T, args ...string) bool {
@@ -369,16 +387,7 @@ func TestRealNodeHoldsTrainingToItsLimits(t *testing.T) {
 	m.start()
 	defer m.stop()
 
-	repos := t.TempDir()
-	repo := gittest.NewRepo(t, map[string]string{
-		"train.sh": "echo 2.5 > score\n",
-		"eval.sh":  "echo \"loss: $(cat score)\"\n",
-	})
-	if err := os.Rename(repo, filepath.Join(repos, "limits")); err != nil {
-		t.Fatal(err)
-	}
-	url := gitDaemon(t, repos) + "/limits"
-	hostVolume(t, n+"-workspace")
+	url := scoreRepo(t, n)
 	// Round 1 holds half a gigabyte in memory (tail keeps a line until it
 	// ends, and /dev/zero has none); round 2 sleeps past the time limit.
 	researcher := `case $AUTORESEARCH_ROUND in
@@ -447,16 +456,7 @@ func TestRealNodeRetriesADisruptedStep(t *testing.T) {
 	m.start()
 	defer m.stop()
 
-	repos := t.TempDir()
-	repo := gittest.NewRepo(t, map[string]string{
-		"train.sh": "echo 2.5 > score\n",
-		"eval.sh":  "echo \"loss: $(cat score)\"\n",
-	})
-	if err := os.Rename(repo, filepath.Join(repos, "disrupted")); err != nil {
-		t.Fatal(err)
-	}
-	url := gitDaemon(t, repos) + "/disrupted"
-	hostVolume(t, n+"-workspace")
+	url := scoreRepo(t, n)
 	// The Researcher and training wait 20s before their work: time to take
 	// their pods away while they run.
 	researcher := `sleep 20
