@@ -57,17 +57,40 @@ lint: manifests generate vet golangci-lint ## Check formatting, vet, golangci-li
 	$(GOLANGCI_LINT) run ./...
 	@git diff --exit-code -- config api charts || (echo "generated files are out of date: run make manifests generate and commit"; exit 1)
 
+# The end-to-end tiers this machine can run. make e2e needs root and mount
+# namespaces for its process-kubelet node; make e2e-real needs root,
+# overlayfs and Debian's runc, CNI plugins and debootstrap (or apt-get to
+# install them) for its real node.
+E2E_OK = $(shell [ "$$(id -u)" = 0 ] && unshare -m true 2>/dev/null && echo yes)
+E2E_REAL_OK = $(shell [ "$$(id -u)" = 0 ] && grep -qw overlay /proc/filesystems && \
+	{ command -v apt-get >/dev/null || { command -v runc >/dev/null && [ -x /usr/lib/cni/bridge ] && command -v debootstrap >/dev/null; }; } && echo yes)
+E2E_REAL_IMAGES = operator go torch
+E2E_BUILD_LOG = $(LOCALBIN)/e2e-build.log
+# go test starts packages in the order it is given them: the slowest first,
+# so that none of them starts last.
+SLOW_TEST_PACKAGES = ./test/tamper ./internal/runner ./internal/parity ./controllers ./internal/agent
+
 .PHONY: test
 test: lint test-deps build helm-lint ## Run every test (installs what they need first).
-	KUBEBUILDER_ASSETS="$$(hack/envtest.sh)" go test $(GO_TEST_FLAGS) ./...
-	cd examples/tiny-lm-go && go test $(GO_TEST_FLAGS) ./...
-	@if [ "$$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then \
+	@set -u; build=; \
+	if [ -n "$(E2E_OK)$(E2E_REAL_OK)" ]; then \
+		echo "make test: building the end-to-end clusters while the unit tests run, at nice 19 (log: $(E2E_BUILD_LOG))"; \
+		E2E_NODE=$(if $(E2E_REAL_OK),real,process) NODE_IMAGES="$(E2E_REAL_IMAGES)" \
+			setsid nice -n 19 hack/e2e/cluster.sh build >$(E2E_BUILD_LOG) 2>&1 & build=$$!; \
+		trap 'kill -- -$$build 2>/dev/null' EXIT; trap 'exit 130' INT TERM HUP; \
+	fi; \
+	assets=$$(hack/envtest.sh) && KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) $(SLOW_TEST_PACKAGES) ./... && \
+		(cd examples/tiny-lm-go && go test $(GO_TEST_FLAGS) ./...); rc=$$?; \
+	if [ -n "$$build" ] && ! wait $$build; then \
+		echo "make test: building the end-to-end clusters failed; the end of $(E2E_BUILD_LOG):"; tail -n 40 $(E2E_BUILD_LOG); exit 1; \
+	fi; \
+	exit $$rc
+	@if [ -n "$(E2E_OK)" ]; then \
 		$(MAKE) --no-print-directory e2e; \
 	else \
 		echo "make test: skipping make e2e, which needs root and mount namespaces for its process-kubelet node"; \
 	fi
-	@if [ "$$(id -u)" = 0 ] && grep -qw overlay /proc/filesystems && \
-		{ command -v apt-get >/dev/null || { command -v runc >/dev/null && [ -x /usr/lib/cni/bridge ] && command -v debootstrap >/dev/null; }; }; then \
+	@if [ -n "$(E2E_REAL_OK)" ]; then \
 		$(MAKE) --no-print-directory e2e-real; \
 	else \
 		echo "make test: skipping make e2e-real, which needs root, overlayfs and Debian's runc, CNI plugins and debootstrap (or apt-get to install them) for its real node"; \
@@ -235,7 +258,7 @@ e2e: ## Run the operator on a local control plane with a process-kubelet node, c
 
 .PHONY: e2e-real
 e2e-real: ## Run the TestRealNode tests on a real node (containerd, runc, a kubelet, a fake GPU device plugin; hack/e2e/real-node.sh) with the operator's, the Go and the PyTorch images; make test runs it where the machine allows.
-	E2E_NODE=real NODE_IMAGES="operator go torch" hack/e2e/cluster.sh up || { hack/e2e/cluster.sh down; exit 1; }
+	E2E_NODE=real NODE_IMAGES="$(E2E_REAL_IMAGES)" hack/e2e/cluster.sh up || { hack/e2e/cluster.sh down; exit 1; }
 	E2E_REAL_NODE=1 go test -tags e2e -count=1 -v -timeout 60m -run '^(TestRealNode.*|TestControlPlaneVersion)$$' ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
 # bench-parallel's cluster: a node of 8 GPUs, with its own state and ports

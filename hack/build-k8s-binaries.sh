@@ -88,6 +88,16 @@ main_for() {
 }
 
 for b in "${missing[@]}"; do
+  # Two builds of one binary into one DIR (make test builds the local
+  # cluster's beside envtest's) take turns, and the second finds it made.
+  if command -v flock >/dev/null; then
+    exec {lock}>"$out/.$b.lock"
+    flock "$lock"
+    if current "$b"; then
+      exec {lock}>&-
+      continue
+    fi
+  fi
   echo "building $b (cached in $out)..." >&2
   case "$b" in
     etcd)
@@ -157,4 +167,5 @@ GO
       exit 2
       ;;
   esac
+  [ -z "${lock:-}" ] || exec {lock}>&-
 done

@@ -2,6 +2,7 @@
 # A real Kubernetes control plane and one process-kubelet node on loopback,
 # without a container runtime:
 #
+#   hack/e2e/cluster.sh build  # build what is missing; start nothing
 #   hack/e2e/cluster.sh up     # build what is missing, start, wait until ready
 #   hack/e2e/cluster.sh down   # stop every process started by `up`
 #
@@ -187,8 +188,18 @@ down() {
   rm -rf "$E2E_DIR/state"
 }
 
+# build makes what `up` would start, the real node's images included, so
+# that it can run ahead, beside other work (make test).
+build() {
+  if [ "$E2E_NODE" = real ]; then
+    K8S_BIN=$K8S_BIN E2E_DIR=$E2E_DIR "$root/hack/e2e/real-node.sh" build
+  fi
+  "$root/hack/e2e/build-binaries.sh"
+}
+
 case "${1:-}" in
+  build) build ;;
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  *) echo "usage: $0 build|up|down" >&2; exit 2 ;;
 esac

@@ -4,6 +4,7 @@
 # `hack/e2e/cluster.sh up` started (E2E_NODE=real makes cluster.sh start
 # this instead of the process-kubelet):
 #
+#   hack/e2e/real-node.sh build            # build what is missing and the image archives; start nothing
 #   hack/e2e/real-node.sh up               # build what is missing, start, import the images, wait until Ready
 #   hack/e2e/real-node.sh restart-kubelet  # stop the kubelet and start it again, as an upgrade would
 #   hack/e2e/real-node.sh down             # stop every pod and process, restore the host
@@ -70,6 +71,7 @@ build() {
     echo "$CONTAINERD_VERSION" >"$NODE_BIN/containerd.version"
   fi
   "$root/hack/build-k8s-binaries.sh" "$NODE_BIN" kubelet
+  mkdir -p "$E2E_DIR"
   (cd "$root" && go build -o "$E2E_DIR/fake-gpu-plugin" ./cmd/fake-gpu-plugin)
   if ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/bridge ]; then
     apt-get install -y -qq --no-install-recommends runc containernetworking-plugins >&2
@@ -192,16 +194,24 @@ serializeImagePulls: false
 YAML
 }
 
+# images prints the path of each image archive the node imports, building
+# what is missing.
+images() {
+  local version
+  version=$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo devel)
+  # shellcheck disable=SC2086 # NODE_IMAGES is a list of names.
+  VERSION=$version "$root/hack/image.sh" $NODE_IMAGES pause
+}
+
 # import_images builds the images and imports them; $d/images lists
 # them for the tests, a line "NAME REFERENCE" each (NAME as hack/image.sh
 # takes it: operator, go, torch, pause).
 import_images() {
-  local version archive ref i=0
+  local archive ref i=0
   local -a names
   read -r -a names <<<"$NODE_IMAGES pause"
-  version=$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo devel)
   : >"$d/images"
-  for archive in $(VERSION=$version "$root/hack/image.sh" "${names[@]}"); do
+  for archive in $(images); do
     ctr images import "$archive" >/dev/null
     ref=$(tar -xOf "$archive" manifest.json | sed -n 's/.*"RepoTags":\["\([^"]*\)"\].*/\1/p')
     echo "${names[i]} $ref" >>"$d/images"
@@ -340,8 +350,9 @@ down() {
 }
 
 case "${1:-}" in
+  build) build && images >/dev/null ;;
   up) up ;;
   restart-kubelet) restart_kubelet ;;
   down) down ;;
-  *) echo "usage: $0 up|restart-kubelet|down" >&2; exit 2 ;;
+  *) echo "usage: $0 build|up|restart-kubelet|down" >&2; exit 2 ;;
 esac
