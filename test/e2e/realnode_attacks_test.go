@@ -55,6 +55,7 @@ func TestRealNodeHoldsOffTheAttacks(t *testing.T) {
 	if os.Getenv("E2E_REAL_NODE") != "1" {
 		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
 	}
+	parallel(t)
 	operatorImage := realNodeImage(t, "operator")
 	install(t)
 	m := &manager{t: t, image: operatorImage}

@@ -172,6 +172,7 @@ func TestRealNode(t *testing.T) {
 	if os.Getenv("E2E_REAL_NODE") != "1" {
 		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
 	}
+	parallel(t)
 	const n = "realnode"
 	operatorImage, goImage := realNodeImage(t, "operator"), realNodeImage(t, "go")
 	// Training asks for two GPUs and says which it got.
@@ -326,6 +327,7 @@ func TestRealNodeTorch(t *testing.T) {
 	if os.Getenv("E2E_REAL_NODE") != "1" {
 		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
 	}
+	parallel(t)
 	const n = "realnode-torch"
 	operatorImage, torchImage := realNodeImage(t, "operator"), realNodeImage(t, "torch")
 	install(t)
@@ -380,6 +382,7 @@ func TestRealNodeHoldsTrainingToItsLimits(t *testing.T) {
 	if os.Getenv("E2E_REAL_NODE") != "1" {
 		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
 	}
+	parallel(t)
 	const n = "realnode-limits"
 	operatorImage := realNodeImage(t, "operator")
 	install(t)
@@ -449,6 +452,7 @@ func TestRealNodeRetriesADisruptedStep(t *testing.T) {
 	if os.Getenv("E2E_REAL_NODE") != "1" {
 		t.Skip("needs the real node: make e2e-real (E2E_REAL_NODE=1)")
 	}
+	parallel(t)
 	const n = "realnode-disrupted"
 	operatorImage := realNodeImage(t, "operator")
 	install(t)
