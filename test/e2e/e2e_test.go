@@ -674,21 +674,75 @@ func TestDisruptionIsRetried(t *testing.T) {
 }
 
 // evict evicts the running pod p through the eviction API, as a node drain
-// does, and waits for the node to report its end with the condition the
-// eviction set: the Job's pod failure policy and the operator tell a
-// disruption from a failure by it.
+// does, and checks that the pod ended with the condition the eviction set:
+// the Job's pod failure policy and the operator tell a disruption from a
+// failure by it. The pod's end is read from a watch, not polled: its Job
+// may delete it within a second of its end.
 func evict(t *testing.T, p *corev1.Pod) {
 	t.Helper()
+	watch := exec.Command(kubeBin, "--kubeconfig", filepath.Join(e2eDir, "kubeconfig"),
+		"get", "pod", p.Name, "-n", ns, "--watch", "--output-watch-events", "-o", "json")
+	out, err := watch.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs bytes.Buffer
+	watch.Stderr = &errs
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = watch.Process.Kill()
+		_ = watch.Wait()
+	}()
+	// Every state of the pod, from the one the watch starts with until
+	// it failed or was deleted; the channel closes when the watch ends.
+	states, done := make(chan *corev1.Pod), make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(states)
+		dec := json.NewDecoder(out)
+		for {
+			var e struct {
+				Type   string     `json:"type"`
+				Object corev1.Pod `json:"object"`
+			}
+			if dec.Decode(&e) != nil {
+				return
+			}
+			if e.Object.UID != p.UID {
+				continue
+			}
+			select {
+			case states <- &e.Object:
+			case <-done:
+				return
+			}
+			if e.Object.Status.Phase == corev1.PodFailed || e.Type == "DELETED" {
+				return
+			}
+		}
+	}()
+	evicted, ok := <-states
+	if !ok {
+		_ = watch.Process.Kill()
+		_ = watch.Wait()
+		t.Fatalf("watching pod %s: %s", p.Name, errs.String())
+	}
 	kubectl(t, fmt.Sprintf(`{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": %q, "namespace": %q}}`, p.Name, ns),
 		"create", "--raw", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/eviction", ns, p.Name), "-f", "-")
-	var evicted *corev1.Pod
-	eventually(t, "the evicted pod "+p.Name+" to end", 2*time.Minute, func() bool {
-		evicted = pod(t, p.Name)
-		if evicted == nil || evicted.UID != p.UID {
-			t.Fatalf("the evicted pod %s is gone before its end was seen", p.Name)
+	timeout := time.After(2 * time.Minute)
+	for evicted.Status.Phase != corev1.PodFailed {
+		select {
+		case s, ok := <-states:
+			if !ok {
+				t.Fatalf("the evicted pod %s was deleted without failing first; its last state: %+v", p.Name, evicted.Status)
+			}
+			evicted = s
+		case <-timeout:
+			t.Fatalf("timed out after 2m waiting for the evicted pod %s to end", p.Name)
 		}
-		return evicted.Status.Phase == corev1.PodFailed
-	})
+	}
 	disrupted := false
 	for _, c := range evicted.Status.Conditions {
 		disrupted = disrupted || c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI"
