@@ -71,8 +71,13 @@ func kubectl(t testing.TB, stdin string, args ...string) string {
 	return out
 }
 
+// kubectlCommand is kubectl args as the cluster's admin.
+func kubectlCommand(args ...string) *exec.Cmd {
+	return exec.Command(kubeBin, append([]string{"--kubeconfig", filepath.Join(e2eDir, "kubeconfig")}, args...)...)
+}
+
 func tryKubectl(stdin string, args ...string) (string, error) {
-	cmd := exec.Command(kubeBin, append([]string{"--kubeconfig", filepath.Join(e2eDir, "kubeconfig")}, args...)...)
+	cmd := kubectlCommand(args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -680,8 +685,7 @@ func TestDisruptionIsRetried(t *testing.T) {
 // may delete it within a second of its end.
 func evict(t *testing.T, p *corev1.Pod) {
 	t.Helper()
-	watch := exec.Command(kubeBin, "--kubeconfig", filepath.Join(e2eDir, "kubeconfig"),
-		"get", "pod", p.Name, "-n", ns, "--watch", "--output-watch-events", "-o", "json")
+	watch := kubectlCommand("get", "pod", p.Name, "-n", ns, "--watch", "--output-watch-events", "-o", "json")
 	out, err := watch.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
