@@ -273,9 +273,13 @@ func waitReason(pods []*corev1.Pod) wait {
 	return wait{}
 }
 
-// observeGPUStep reads a finished training, evaluation or holdout Job.
+// observeGPUStep reads a finished training, evaluation or holdout Job, or
+// one whose pod succeeded: the Job controller marks the Job complete a
+// second or more after its pod ends, while the GPUs wait, and a pod's
+// success is final, so its result is read at once. A failed pod waits for
+// the Job, whose failure policy may replace it.
 func observeGPUStep(a round.Action, job *batchv1.Job, pods []*corev1.Pod) round.Observation {
-	if !jobFinished(job) {
+	if !jobFinished(job) && !slices.ContainsFunc(pods, podSucceeded) {
 		return round.Observation{Kind: round.ObserveTick}
 	}
 	obs := round.Observation{Round: a.Round, Candidate: a.Candidate}
@@ -412,6 +416,10 @@ func exitOf(pod *corev1.Pod, term *corev1.ContainerStateTerminated) round.Proces
 
 func podFinished(pod *corev1.Pod) bool {
 	return pod != nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
+}
+
+func podSucceeded(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded
 }
 
 func jobFinished(job *batchv1.Job) bool {

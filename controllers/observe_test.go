@@ -146,6 +146,60 @@ func TestAJobSeenBeforeItsPodWaitsForIt(t *testing.T) {
 	}
 }
 
+// TestAPodThatSucceededIsReadBeforeItsJob plays the Job controller behind
+// its pod: a pod that succeeded ends the step at once, with its metric; a
+// pod that failed waits for the Job, which may replace it; and a Job
+// marked complete is read as before.
+func TestAPodThatSucceededIsReadBeforeItsJob(t *testing.T) {
+	ar := builder.MakeAutoResearch("p", "ns").Obj()
+	ar.Status = v1alpha1.AutoResearchStatus{
+		Phase: v1alpha1.PhaseRunning,
+		CurrentRound: &v1alpha1.RoundStatus{
+			Number: 1, Step: v1alpha1.StepEval, StepState: v1alpha1.StepStateRunning, BaseCommit: "base",
+			Candidates: []v1alpha1.CandidateStatus{{Index: 0}},
+		},
+	}
+	a, _ := round.CurrentAction(&ar.Spec, &ar.Status)
+	name := childName(ar, a)
+	running := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: batchv1.JobStatus{Active: 1}}
+	complete := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: batchv1.JobStatus{
+		Succeeded:  1,
+		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
+	}}
+	msg, err := steps.Encode(steps.EvalResult{Found: true, Value: "0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := func(phase corev1.PodPhase, code int32) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: stepEval}}}, Status: corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: stepEval, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: string(msg)}},
+		}}}}
+	}
+	cases := map[string]struct {
+		job   *batchv1.Job
+		pod   *corev1.Pod
+		want  round.ObservationKind
+		found bool
+	}{
+		"the pod runs":                         {job: running, pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, want: round.ObserveTick},
+		"the pod succeeded, the Job runs":      {job: running, pod: ended(corev1.PodSucceeded, 0), want: round.ObserveEvalFinished, found: true},
+		"the pod failed, the Job runs":         {job: running, pod: ended(corev1.PodFailed, 1), want: round.ObserveTick},
+		"the pod succeeded, the Job completed": {job: complete, pod: ended(corev1.PodSucceeded, 0), want: round.ObserveEvalFinished, found: true},
+	}
+	for n, tc := range cases {
+		t.Run(n, func(t *testing.T) {
+			w := world{jobs: map[string]*batchv1.Job{name: tc.job}, jobPods: map[string][]*corev1.Pod{name: {tc.pod}}, now: time.Now()}
+			obs, failure := observe(ar, &ar.Spec, w)
+			if failure != nil {
+				t.Fatalf("failure %+v", failure)
+			}
+			if obs.Kind != tc.want || (obs.Eval != nil && obs.Eval.Found) != tc.found {
+				t.Errorf("observation %+v, want %s with a metric found %v", obs, tc.want, tc.found)
+			}
+		})
+	}
+}
+
 // TestTheCacheKeepsWhatTheControllerReads trims the children the operator
 // makes as its cache does, and checks that what observe reads of them
 // stays: the containers by name, the workspace's claim, a Job's suspension,
