@@ -89,12 +89,9 @@ func TestParityCannotSpeakForTheFileCheck(t *testing.T) {
 	}
 }
 
-// TestAJobSeenBeforeItsPodWaitsForIt plays the cache showing a finished
-// evaluation Job while its pod, which holds the metric, still looks
-// running: Jobs and pods come through separate watches. The result is read
-// once the pod is seen ended; a pod that never shows up is waited for only
-// so long.
-func TestAJobSeenBeforeItsPodWaitsForIt(t *testing.T) {
+// evaluating is an experiment whose round 1 evaluates its one candidate,
+// and the name of that evaluation's Job.
+func evaluating() (*v1alpha1.AutoResearch, string) {
 	ar := builder.MakeAutoResearch("p", "ns").Obj()
 	ar.Status = v1alpha1.AutoResearchStatus{
 		Phase: v1alpha1.PhaseRunning,
@@ -104,20 +101,36 @@ func TestAJobSeenBeforeItsPodWaitsForIt(t *testing.T) {
 		},
 	}
 	a, _ := round.CurrentAction(&ar.Spec, &ar.Status)
-	name := childName(ar, a)
+	return ar, childName(ar, a)
+}
+
+// evalPod is an evaluation pod that ended in phase, its container with
+// exit code code and a metric found.
+func evalPod(t *testing.T, phase corev1.PodPhase, code int32) *corev1.Pod {
+	t.Helper()
+	msg, err := steps.Encode(steps.EvalResult{Found: true, Value: "0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: stepEval}}}, Status: corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: stepEval, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: string(msg)}},
+	}}}}
+}
+
+// TestAJobSeenBeforeItsPodWaitsForIt plays the cache showing a finished
+// evaluation Job while its pod, which holds the metric, still looks
+// running: Jobs and pods come through separate watches. The result is read
+// once the pod is seen ended; a pod that never shows up is waited for only
+// so long.
+func TestAJobSeenBeforeItsPodWaitsForIt(t *testing.T) {
+	ar, name := evaluating()
 	ended := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: batchv1.JobStatus{
 		Succeeded:  1,
 		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(ended)}},
 	}}
-	msg, err := steps.Encode(steps.EvalResult{Found: true, Value: "0.5"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	running := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	done := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: stepEval}}}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
-		Name: stepEval, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: string(msg)}},
-	}}}}
+	done := evalPod(t, corev1.PodSucceeded, 0)
 	cases := map[string]struct {
 		pod   *corev1.Pod
 		after time.Duration
@@ -151,30 +164,12 @@ func TestAJobSeenBeforeItsPodWaitsForIt(t *testing.T) {
 // pod that failed waits for the Job, which may replace it; and a Job
 // marked complete is read as before.
 func TestAPodThatSucceededIsReadBeforeItsJob(t *testing.T) {
-	ar := builder.MakeAutoResearch("p", "ns").Obj()
-	ar.Status = v1alpha1.AutoResearchStatus{
-		Phase: v1alpha1.PhaseRunning,
-		CurrentRound: &v1alpha1.RoundStatus{
-			Number: 1, Step: v1alpha1.StepEval, StepState: v1alpha1.StepStateRunning, BaseCommit: "base",
-			Candidates: []v1alpha1.CandidateStatus{{Index: 0}},
-		},
-	}
-	a, _ := round.CurrentAction(&ar.Spec, &ar.Status)
-	name := childName(ar, a)
+	ar, name := evaluating()
 	running := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: batchv1.JobStatus{Active: 1}}
 	complete := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: batchv1.JobStatus{
 		Succeeded:  1,
 		Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
 	}}
-	msg, err := steps.Encode(steps.EvalResult{Found: true, Value: "0.5"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ended := func(phase corev1.PodPhase, code int32) *corev1.Pod {
-		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: stepEval}}}, Status: corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
-			Name: stepEval, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: string(msg)}},
-		}}}}
-	}
 	cases := map[string]struct {
 		job   *batchv1.Job
 		pod   *corev1.Pod
@@ -182,9 +177,9 @@ func TestAPodThatSucceededIsReadBeforeItsJob(t *testing.T) {
 		found bool
 	}{
 		"the pod runs":                         {job: running, pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, want: round.ObserveTick},
-		"the pod succeeded, the Job runs":      {job: running, pod: ended(corev1.PodSucceeded, 0), want: round.ObserveEvalFinished, found: true},
-		"the pod failed, the Job runs":         {job: running, pod: ended(corev1.PodFailed, 1), want: round.ObserveTick},
-		"the pod succeeded, the Job completed": {job: complete, pod: ended(corev1.PodSucceeded, 0), want: round.ObserveEvalFinished, found: true},
+		"the pod succeeded, the Job runs":      {job: running, pod: evalPod(t, corev1.PodSucceeded, 0), want: round.ObserveEvalFinished, found: true},
+		"the pod failed, the Job runs":         {job: running, pod: evalPod(t, corev1.PodFailed, 1), want: round.ObserveTick},
+		"the pod succeeded, the Job completed": {job: complete, pod: evalPod(t, corev1.PodSucceeded, 0), want: round.ObserveEvalFinished, found: true},
 	}
 	for n, tc := range cases {
 		t.Run(n, func(t *testing.T) {
