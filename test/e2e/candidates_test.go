@@ -82,7 +82,7 @@ spec:
 `, n, ns, repo), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 
-	// How many of the experiment's training Jobs run at once, and the most
+	// How many of the experiment's training pods run at once, and the most
 	// GPUs its status says it uses, as kubectl shows them.
 	type seenSoFar struct {
 		most, gpus int
@@ -92,10 +92,10 @@ spec:
 	go func() {
 		var s seenSoFar
 		for {
-			out, err := tryKubectl("", "get", "jobs", "-n", ns, "-l", "autoresearch.dev/experiment="+n+",autoresearch.dev/step=train",
-				"-o", "jsonpath={range .items[*]}{.status.active}{\"\\n\"}{end}")
+			out, err := tryKubectl("", "get", "pods", "-n", ns, "-l", "autoresearch.dev/experiment="+n+",autoresearch.dev/step=train",
+				"-o", "jsonpath={range .items[*]}{.spec.nodeName}{\" \"}{.status.phase}{\"\\n\"}{end}")
 			if err == nil {
-				s.most = max(s.most, strings.Count(out, "1"))
+				s.most = max(s.most, runningOnANode(out))
 			}
 			// An empty status.gpus is none in use.
 			if out, err := tryKubectl("", "get", "autoresearch", n, "-n", ns, "-o", "jsonpath={.status.gpus}"); err == nil && strings.TrimSpace(out) != "" {

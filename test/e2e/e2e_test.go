@@ -279,12 +279,14 @@ spec:
 }
 
 // watcher records, once a second, what kubectl shows: the experiment's
-// table rows and how many GPU Jobs run at once.
+// table rows and how many GPU Jobs' pods run at once: bound to the node
+// and not ended. A Job's own count of active pods lags its pod's end, and
+// the operator starts the next step once the pod has succeeded.
 type watcher struct {
-	rows      []string
-	maxActive int
-	stop      chan struct{}
-	done      chan struct{}
+	rows       []string
+	maxRunning int
+	stop       chan struct{}
+	done       chan struct{}
 }
 
 func watch() *watcher {
@@ -293,8 +295,8 @@ func watch() *watcher {
 		defer close(w.done)
 		for {
 			w.record()
-			if out, err := tryKubectl("", "get", "jobs", "-n", ns, "-l", selector, "-o", "jsonpath={range .items[*]}{.status.active}{\"\\n\"}{end}"); err == nil {
-				w.maxActive = max(w.maxActive, strings.Count(out, "1"))
+			if out, err := tryKubectl("", "get", "pods", "-n", ns, "-l", selector+",batch.kubernetes.io/job-name", "-o", "jsonpath={range .items[*]}{.spec.nodeName}{\" \"}{.status.phase}{\"\\n\"}{end}"); err == nil {
+				w.maxRunning = max(w.maxRunning, runningOnANode(out))
 			}
 			select {
 			case <-w.stop:
@@ -304,6 +306,18 @@ func watch() *watcher {
 		}
 	}()
 	return w
+}
+
+// runningOnANode counts the lines "NODE PHASE" of pods that are bound to a
+// node and have not ended.
+func runningOnANode(out string) int {
+	n := 0
+	for line := range strings.Lines(out) {
+		if f := strings.Fields(line); len(f) == 2 && (f[1] == string(corev1.PodPending) || f[1] == string(corev1.PodRunning)) {
+			n++
+		}
+	}
+	return n
 }
 
 // record adds the experiment's row, without its age, when it changed.
@@ -433,6 +447,16 @@ func TestExperimentOnCluster(t *testing.T) {
 	}
 
 	t.Run("jobs request the GPU and run one at a time", func(t *testing.T) {
+		// The round went on when the last Job's pod succeeded; the Job
+		// controller counts it a little later.
+		eventually(t, "every Job to count its ended pod", time.Minute, func() bool {
+			for _, j := range jobs(t) {
+				if j.Status.Succeeded+j.Status.Failed == 0 {
+					return false
+				}
+			}
+			return true
+		})
 		seen := map[string]bool{}
 		for _, j := range jobs(t) {
 			if seen[j.Name] {
@@ -452,8 +476,8 @@ func TestExperimentOnCluster(t *testing.T) {
 				t.Errorf("job %s is missing; have %v", want, seen)
 			}
 		}
-		if w.maxActive != 1 {
-			t.Errorf("at most %d GPU jobs were active at once, want 1", w.maxActive)
+		if w.maxRunning != 1 {
+			t.Errorf("at most %d GPU jobs' pods ran at once, want 1", w.maxRunning)
 		}
 	})
 
@@ -775,10 +799,15 @@ func retriedAfterEviction(t *testing.T, ar *v1alpha1.AutoResearch, evicted *core
 	if owner == nil {
 		t.Fatalf("the evicted pod %s has no Job", evicted.Name)
 	}
+	// The round went on when the new pod succeeded; the Job controller
+	// counts it a little later.
 	var job batchv1.Job
-	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "job", owner.Name, "-n", ns, "-o", "json")), &job); err != nil {
-		t.Fatal(err)
-	}
+	eventually(t, owner.Name+" to count its ended pod", time.Minute, func() bool {
+		if err := json.Unmarshal([]byte(kubectl(t, "", "get", "job", owner.Name, "-n", ns, "-o", "json")), &job); err != nil {
+			t.Fatal(err)
+		}
+		return job.Status.Succeeded+job.Status.Failed > 0
+	})
 	if owner.UID != job.UID || job.Status.Succeeded != 1 {
 		t.Errorf("the evicted pod's Job did not finish with a new pod: owner %v, job %s succeeded %d failed %d", owner, job.UID, job.Status.Succeeded, job.Status.Failed)
 	}
