@@ -33,7 +33,7 @@ const (
 	// seed adds 30 s to its training timeout.
 	deadlineBuffer = 30 * time.Second
 	// startAllowance is what a Job's deadline also leaves for what comes
-	// before its command: the init containers (the tools, the checkout and
+	// before its command: the init container (the tools, the checkout and
 	// the training outputs) and, without Kueue, waiting for a GPU. The step
 	// wrapper holds the command to its time limit; the deadline is only a
 	// backstop.
@@ -177,18 +177,14 @@ func (b childBuilder) ownContainer(name string, args []string) corev1.Container 
 	return c
 }
 
-// toolsInit copies the autoresearch binary into an emptyDir for pods that
-// run a user's image.
-func (b childBuilder) toolsInit(spec *corev1.PodSpec) {
+// installTools has init, an init container of the operator's image, also
+// copy the autoresearch binary into an emptyDir, from where the pod's
+// user's image runs the step wrapper; the pod pays for one container
+// start, not two.
+func installTools(spec *corev1.PodSpec, init *corev1.Container) {
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeTools, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-	spec.InitContainers = append(spec.InitContainers, corev1.Container{
-		Name:            "autoresearch-tools",
-		Image:           b.image,
-		Command:         []string{projectBinary, "install", steps.ToolsMount},
-		Resources:       *b.resources.DeepCopy(),
-		SecurityContext: restricted(),
-		VolumeMounts:    []corev1.VolumeMount{{Name: volumeTools, MountPath: steps.ToolsMount}},
-	})
+	init.Args = steps.WithTools(init.Args)
+	init.VolumeMounts = append(init.VolumeMounts, corev1.VolumeMount{Name: volumeTools, MountPath: steps.ToolsMount})
 }
 
 // withHome gives the container a writable HOME on an emptyDir; an env
@@ -342,8 +338,8 @@ func (b childBuilder) researcherPod(a round.Action) (*corev1.Pod, error) {
 	}
 	spec := b.podSpec(researcher)
 	withHome(&spec, &spec.Containers[0])
+	installTools(&spec, &prepare)
 	spec.InitContainers = []corev1.Container{prepare}
-	b.toolsInit(&spec)
 	spec.ActiveDeadlineSeconds = ptr.To(seconds(s.ResearcherTimeout()))
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumePrompt, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: promptConfigMapName(b.ar, a)},
@@ -397,7 +393,7 @@ func (b childBuilder) checkPod(a round.Action) *corev1.Pod {
 	}
 	parity = withTools(parity)
 	spec := b.podSpec(parity)
-	b.toolsInit(&spec)
+	installTools(&spec, &check)
 	spec.InitContainers = append(spec.InitContainers, check)
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: volumeResults, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	// The parity check runs the candidate's kernels under the evaluation's
@@ -463,7 +459,9 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 		{Name: volumeWorkspace, MountPath: path.Dir(opts.LogPath), SubPath: workspaceSubPath(path.Dir(opts.LogPath))},
 	}
 	spec := b.gpuPodSpec(c)
-	spec.InitContainers = append(spec.InitContainers, b.checkoutInit(a, step, path.Dir(opts.LogPath)))
+	checkout := b.checkoutInit(a, step, path.Dir(opts.LogPath))
+	installTools(&spec, &checkout)
+	spec.InitContainers = append(spec.InitContainers, checkout)
 	if opts.FixedHashesFile != "" {
 		// The hashes are the experiment's, in each candidate's ConfigMap
 		// alike; the first candidate's always exists, and the one
@@ -507,7 +505,6 @@ func (b childBuilder) gpuPodSpec(c corev1.Container) corev1.PodSpec {
 		}}})
 		spec.Containers[0].VolumeMounts = append(spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: volumeShm, MountPath: shmMount})
 	}
-	b.toolsInit(&spec)
 	spec.NodeSelector = s.Train.NodeSelector
 	spec.Tolerations = s.Train.Tolerations
 	return spec
@@ -618,6 +615,7 @@ func (b childBuilder) holdoutJob(a round.Action) (*batchv1.Job, error) {
 		{Name: volumeWorkspace, MountPath: steps.WorkspaceMount, ReadOnly: true},
 		{Name: volumeHoldoutRun, MountPath: holdoutScratch},
 	}
+	installTools(&spec, &checkout)
 	spec.InitContainers = append(spec.InitContainers, checkout)
 	spec.Volumes = append(spec.Volumes,
 		corev1.Volume{Name: volumeHoldoutRun, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},

@@ -41,6 +41,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCommand(), newStatusCommand(), newReportCommand(), newExportCommand(), newNoteCommand(), newImportCommand(), newResearcherCommand(),
-		newExecCommand(), newWorkspaceCommand(), newInstallCommand(), newReadCommand(), newVersionCommand())
+		newExecCommand(), newWorkspaceCommand(), newReadCommand(), newVersionCommand())
 	return root
 }

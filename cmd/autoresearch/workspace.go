@@ -19,10 +19,18 @@ import (
 )
 
 func newWorkspaceCommand() *cobra.Command {
+	var tools string
 	cmd := &cobra.Command{
 		Use:   "workspace",
 		Short: "The supervisor's steps on the workspace volume, as the operator runs them in pods: init, prepare, check, checkout, commit, rollback, finish",
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if tools == "" {
+				return nil
+			}
+			return installTools(tools)
+		},
 	}
+	cmd.PersistentFlags().StringVar(&tools, "install-tools", "", "first copy this binary into DIR, from where a user's image in the same pod runs the step wrapper")
 	cmd.AddCommand(newWorkspaceInitCommand(), newWorkspacePrepareCommand(), newWorkspaceCheckCommand(),
 		newWorkspaceGitCommand(steps.GitCommit), newWorkspaceGitCommand(steps.GitRollback), newWorkspaceCheckoutCommand(), newWorkspaceFinishCommand())
 	return cmd

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,6 +256,55 @@ func TestWorkspaceInitReportsFailures(t *testing.T) {
 				t.Errorf("result error %q, want one containing %q", res.Error, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestWorkspaceStepInstallsTheTools: with --install-tools, a step first
+// copies the binary that runs it into the directory, where the user's image
+// of the same pod runs the step wrapper from; a directory it cannot write
+// fails the step before it starts.
+func TestWorkspaceStepInstallsTheTools(t *testing.T) {
+	v := newVolume(t)
+	tools := t.TempDir()
+	init := steps.InitOptions{
+		Worktree: v.wt, Repo: v.source, CloneURL: "file://" + v.upstream, Ref: "main",
+		Metric: "score", MaxRounds: 2, Fixed: []string{"eval.sh"}, ResultPath: v.result("init"),
+	}
+	if out, err := runStep(t, append(steps.InitArgs(steps.Binary, init), "--install-tools="+tools)); err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	var ws steps.WorkspaceResult
+	decodeResult(t, init.ResultPath, &ws)
+	if ws.Error != "" || ws.StartCommit == "" {
+		t.Errorf("the step itself did not run as without the flag: %+v", ws)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := filepath.Join(tools, "autoresearch")
+	got, err := os.ReadFile(installed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s has %d bytes that are not the %d of %s", installed, len(got), len(want), self)
+	}
+	if fi, err := os.Stat(installed); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("%s: %v, mode %v, want 0755", installed, err, fi.Mode())
+	}
+
+	again := init
+	again.ResultPath = v.result("init-again")
+	if _, err := runStep(t, append(steps.InitArgs(steps.Binary, again), "--install-tools="+filepath.Join(tools, "missing"))); err == nil {
+		t.Fatal("a step whose tools directory is missing succeeded")
+	}
+	if _, err := os.Stat(again.ResultPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the step ran although it could not install the tools (its result: %v)", err)
 	}
 }
 

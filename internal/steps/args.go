@@ -3,6 +3,7 @@ package steps
 import (
 	"cmp"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -295,6 +296,12 @@ func GitArgs(binary string, o GitOptions) []string {
 		"result", o.ResultPath,
 	)...)
 	return append(args, o.Push.args()...)
+}
+
+// WithTools has a workspace step's command line first copy the binary to
+// ToolsMount, for a user's container in the same pod to run it from.
+func WithTools(args []string) []string {
+	return append(slices.Clone(args), "--install-tools="+ToolsMount)
 }
 
 // CheckoutOptions are the flags of `autoresearch workspace checkout`, which

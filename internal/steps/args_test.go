@@ -53,6 +53,10 @@ func TestArgs(t *testing.T) {
 			got:  PrepareArgs(Binary, PrepareOptions{Worktree: wt, Round: 2, Base: "abc", Ledger: &ledger}),
 			want: append(append([]string{Binary, "workspace", "prepare"}, wtArgs...), "--state-dir=/workspace/state", "--round=2", "--base=abc", "--ledger="+ledgerJSON),
 		},
+		"a step that installs the tools": {
+			got:  WithTools(PrepareArgs(ImageBinary, PrepareOptions{Worktree: wt, Round: 2, Base: "abc"})),
+			want: append(append([]string{ImageBinary, "workspace", "prepare"}, wtArgs...), "--state-dir=/workspace/state", "--round=2", "--base=abc", "--install-tools=/autoresearch-tools"),
+		},
 		"check": {
 			got: CheckArgs(Binary, CheckOptions{Worktree: wt, Round: 2, Base: "abc", Start: "s0", SpecFile: "/etc/autoresearch/spec.json", AlsoWrite: "/shared/c.json"}),
 			want: append(append([]string{Binary, "workspace", "check"}, wtArgs...), "--state-dir=/workspace/state", "--round=2", "--base=abc", "--start=s0",
