@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -277,6 +279,7 @@ func runBenchCell(t *testing.T, s benchSettings, c benchCell) cellReport {
 	}
 	repo := toyRepo(t, files)
 	n := c.name()
+	before := apiWrites(t)
 	kubectl(t, benchManifest(s, c, repo), "apply", "-f", "-")
 	// Polled seldom: the times come from the status, not from the poll.
 	deadline := time.Now().Add(time.Duration(s.rounds)*(c.research+s.train+2*time.Minute) + 5*time.Minute)
@@ -288,10 +291,16 @@ func runBenchCell(t *testing.T, s benchSettings, c benchCell) cellReport {
 		time.Sleep(5 * time.Second)
 		ar = experimentNamed(t, n)
 	}
+	writes := apiWrites(t)
+	for k, v := range before {
+		writes[k] -= v
+	}
 	rep, err := analyseCell(ar, c, s.train, s.target)
 	if err != nil {
 		t.Errorf("%s: %v", n, err)
 	}
+	rep.writes = writes
+	t.Logf("%s: API writes by resource: %v", n, writes)
 	if ar.Status.Phase == v1alpha1.PhaseFailed {
 		t.Errorf("%s failed: %s", n, ar.Status.Message)
 	}
@@ -301,6 +310,49 @@ func runBenchCell(t *testing.T, s benchSettings, c benchCell) cellReport {
 	})
 	kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
 	return rep
+}
+
+// writeVerbs are the API server's verbs that change an object.
+var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY"}
+
+// experimentResources are what an experiment makes and changes: its
+// status, its children, their status and bindings, and the events about
+// them. The nodes' heartbeats and the components' leases are not counted.
+var experimentResources = []string{"autoresearches", "pods", "jobs", "configmaps", "persistentvolumeclaims", "persistentvolumes", "events"}
+
+// apiWrites is how many writes the API server has answered so far, from
+// every client (the operator, the Job controller, the scheduler and the
+// node), by resource and subresource, read from its request counter.
+func apiWrites(t *testing.T) map[string]int {
+	t.Helper()
+	label := regexp.MustCompile(`(\w+)="([^"]*)"`)
+	writes := map[string]int{}
+	for line := range strings.Lines(kubectl(t, "", "get", "--raw", "/metrics")) {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		series, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		labels := map[string]string{}
+		for _, m := range label.FindAllStringSubmatch(series, -1) {
+			labels[m[1]] = m[2]
+		}
+		if !slices.Contains(writeVerbs, labels["verb"]) || !slices.Contains(experimentResources, labels["resource"]) {
+			continue
+		}
+		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			t.Fatalf("apiserver_request_total: %q: %v", line, err)
+		}
+		writes[strings.TrimSuffix(labels["resource"]+"/"+labels["subresource"], "/")] += int(n)
+	}
+	if len(writes) == 0 {
+		t.Fatal("the API server's /metrics counted no write to pods, jobs or the experiments")
+	}
+	return writes
 }
 
 // handoffs is the time between user processes on the critical path,
@@ -467,6 +519,8 @@ type cellReport struct {
 	best        string
 	// reached is the first round whose best met the target; 0 when none.
 	reached int32
+	// writes are the API writes the cell caused, by resource.
+	writes  map[string]int
 	summary string
 }
 
@@ -506,11 +560,11 @@ func benchTable(s benchSettings, gpus int, elapsed time.Duration, reports []cell
 	fmt.Fprintf(&b, "Simulated training T = %s, rounds per cell %d, a node of %d GPUs; target best ≥ %d (the untouched code scores 0); the matrix took %s (%s).\n\n",
 		s.train, s.rounds, gpus, s.target, elapsed.Round(time.Second), time.Now().UTC().Format(time.RFC3339))
 	b.WriteString("Times in seconds; overhead and handoffs per round on the critical path; README.md, \"make bench-parallel\", says what each column means.\n\n")
-	b.WriteString("| K | pipeline | R | wall | GPU busy (all) | GPU busy (K) | experiments | exp/GPU-h | exp/GPU-h at T=5m | rounds to target | best | overhead/round | research→check | check→train | train→eval | eval→git | git→next |\n")
-	b.WriteString("|---:|:---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| K | pipeline | R | wall | GPU busy (all) | GPU busy (K) | experiments | exp/GPU-h | exp/GPU-h at T=5m | rounds to target | best | overhead/round | research→check | check→train | train→eval | eval→git | git→next | API writes/round |\n")
+	b.WriteString("|---:|:---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range reports {
 		if r.rounds == 0 {
-			fmt.Fprintf(&b, "| %d | %s | %g | no report: %s |%s\n", r.cell.candidates, yesNo(r.cell.pipeline), r.cell.research.Seconds(), r.summary, strings.Repeat(" |", 13))
+			fmt.Fprintf(&b, "| %d | %s | %g | no report: %s |%s\n", r.cell.candidates, yesNo(r.cell.pipeline), r.cell.research.Seconds(), r.summary, strings.Repeat(" |", 14))
 			continue
 		}
 		perRound := func(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()/float64(r.rounds)) }
@@ -519,11 +573,16 @@ func benchTable(s benchSettings, gpus int, elapsed time.Duration, reports []cell
 			reached = fmt.Sprint(r.reached)
 		}
 		h := r.handoffs
-		fmt.Fprintf(&b, "| %d | %s | %g | %.1f | %.1f%% | %.1f%% | %d | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		writes := 0
+		for _, n := range r.writes {
+			writes += n
+		}
+		fmt.Fprintf(&b, "| %d | %s | %g | %.1f | %.1f%% | %.1f%% | %d | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %.0f |\n",
 			r.cell.candidates, yesNo(r.cell.pipeline), r.cell.research.Seconds(), r.wall.Seconds(),
 			r.busy(gpus), r.busy(r.cell.candidates), r.experiments,
 			r.perGPUHour(r.wall), r.perGPUHour(r.wall+r.stretch), reached, cmp.Or(r.best, "–"),
-			perRound(h.total()), perRound(h.researchCheck), perRound(h.checkTrain), perRound(h.trainEval), perRound(h.evalGit), perRound(h.gitNext))
+			perRound(h.total()), perRound(h.researchCheck), perRound(h.checkTrain), perRound(h.trainEval), perRound(h.evalGit), perRound(h.gitNext),
+			float64(writes)/float64(r.rounds))
 	}
 	b.WriteString("\n## Goals\n\n")
 	b.WriteString(benchGoals(s, gpus, reports))
