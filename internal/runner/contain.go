@@ -281,10 +281,11 @@ var leaders = struct {
 
 // attr is the SysProcAttr of a step under c: a session of its own (which
 // is also its process group), so that no process of the step can join the
-// runner's session or group. mounted says the step's init makes mounts.
-func (c containment) attr(mounted bool) *syscall.SysProcAttr {
+// runner's session or group. mounted says the step's init makes mounts;
+// offline gives a namespaced step a network namespace of its own.
+func (c containment) attr(mounted, offline bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setsid: true}
-	c.addNamespaces(a, mounted)
+	c.addNamespaces(a, mounted, offline)
 	return a
 }
 
@@ -294,6 +295,25 @@ var mountProbes = map[containment]func() bool{
 	containNamespaces:     sync.OnceValue(func() bool { return probeMounts(containNamespaces) }),
 	containUserNamespaces: sync.OnceValue(func() bool { return probeMounts(containUserNamespaces) }),
 }
+
+// offlineProbes say, each once, whether a step under a namespaced
+// containment can get a network namespace of its own.
+var offlineProbes = map[containment]func() bool{
+	containNamespaces:     sync.OnceValue(func() bool { return probeOffline(containNamespaces) }),
+	containUserNamespaces: sync.OnceValue(func() bool { return probeOffline(containUserNamespaces) }),
+}
+
+// offline reports whether a step under c that asks for it runs without
+// the machine's network (Process.Offline).
+func (c containment) offline() bool {
+	probe := offlineProbes[c]
+	return probe != nil && probe()
+}
+
+// OfflineSteps reports whether a step that asks for it (Process.Offline)
+// runs in a network namespace of its own here: that takes the namespaces,
+// and a machine that allows a network namespace.
+func OfflineSteps() bool { return chosen().offline() }
 
 // mounts reports whether steps under c get their mounts.
 func (c containment) mounts() bool {

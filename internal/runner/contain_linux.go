@@ -24,7 +24,7 @@ func chooseContainment() containment {
 			continue
 		}
 		probe := exec.Command("/bin/sh", "-c", ":")
-		probe.SysProcAttr = c.attr(false)
+		probe.SysProcAttr = c.attr(false, false)
 		if probe.Run() == nil {
 			return c
 		}
@@ -35,7 +35,7 @@ func chooseContainment() containment {
 	return containProcessGroup
 }
 
-func (c containment) addNamespaces(a *syscall.SysProcAttr, mounted bool) {
+func (c containment) addNamespaces(a *syscall.SysProcAttr, mounted, offline bool) {
 	switch c {
 	case containNamespaces:
 		a.Cloneflags = syscall.CLONE_NEWPID
@@ -55,6 +55,21 @@ func (c containment) addNamespaces(a *syscall.SysProcAttr, mounted bool) {
 	// Go makes the new mount namespace private before the exec: nothing a
 	// step mounts reaches the runner or the steps after it.
 	a.Unshareflags = syscall.CLONE_NEWNS
+	if offline {
+		// A network namespace of its own has only its loopback, down: no
+		// address, not even 127.0.0.1, and no abstract Unix socket of the
+		// machine's.
+		a.Cloneflags |= syscall.CLONE_NEWNET
+	}
+}
+
+// probeOffline says whether a step under c can get a network namespace of
+// its own: a machine may allow PID and mount namespaces and refuse this
+// one.
+func probeOffline(c containment) bool {
+	probe := exec.Command("/bin/sh", "-c", ":")
+	probe.SysProcAttr = c.attr(false, true)
+	return probe.Run() == nil
 }
 
 // probeMounts tries the mounts of a step under c on a directory of its own:
@@ -76,7 +91,7 @@ func probeMounts(c containment) bool {
 	argv := c.argv(`true >"$PROBE/ro" 2>/dev/null; true >"$PROBE/rw/rw"`, []Mount{theMachine, {Path: dir, ReadOnly: true}, {Path: rw}})
 	probe := exec.Command(argv[0], argv[1:]...)
 	probe.Env = append(os.Environ(), "PROBE="+dir)
-	probe.SysProcAttr = c.attr(true)
+	probe.SysProcAttr = c.attr(true, false)
 	if probe.Run() != nil {
 		return false
 	}

@@ -7,9 +7,11 @@ import "syscall"
 // Without Linux's namespaces and subreaper, a step is its process group.
 func chooseContainment() containment { return containProcessGroup }
 
-func (c containment) addNamespaces(*syscall.SysProcAttr, bool) {}
+func (c containment) addNamespaces(*syscall.SysProcAttr, bool, bool) {}
 
 func probeMounts(containment) bool { return false }
+
+func probeOffline(containment) bool { return false }
 
 func (c containment) prepare() error { return nil }
 

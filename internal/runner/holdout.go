@@ -210,7 +210,9 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 		return nil, err
 	}
 	// The candidate's code runs here too: the holdout's data and state are
-	// read-only to it, but its own checkout and scratch.
+	// read-only to it, but its own checkout and scratch, and it runs
+	// offline, so that it cannot send the data where a later Researcher
+	// would find it.
 	mounts, stepEnv, err := l.experimentMounts(ctx, run, cacheHoldout, h.Dir)
 	if err != nil {
 		return nil, err
@@ -220,7 +222,7 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 		Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), stepEnv...), envVars(l.spec.Train.Env)...),
 			"AUTORESEARCH_HOLDOUT_DIR="+h.Dir),
 		Timeout: l.spec.HoldoutTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
-		LogPath: filepath.Join(l.x.HoldoutStateDir(), name+".log"), Mounts: mounts,
+		LogPath: filepath.Join(l.x.HoldoutStateDir(), name+".log"), Mounts: mounts, Offline: true,
 	}.RunOutput(ctx)
 	if err != nil {
 		return nil, err

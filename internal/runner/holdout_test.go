@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -213,6 +215,73 @@ func TestHoldoutIsOutOfTheStepsSight(t *testing.T) {
 	}
 	if st.Holdout == nil || len(st.Holdout.Readings) != 2 || st.Holdout.Readings[1].Value != "1.918273" {
 		t.Errorf("status.holdout %+v, want round 1 measured by the holdout's own command", st.Holdout)
+	}
+}
+
+// TestTheHoldoutCannotSendItsDataOut: the holdout runs candidate code —
+// here the candidate's train.sh, to predict — which sends the holdout's
+// data over the network, to a service on the machine's loopback and to an
+// abstract Unix socket, and copies it into the directory that --writable
+// gives the steps, where a Researcher of a later round (or one working
+// beside it, with spec.pipeline) would collect it to fit the holdout too.
+// Offline, the holdout's step reaches neither listener, the directory is
+// read-only to it, and what it tried is in its log.
+func TestTheHoldoutCannotSendItsDataOut(t *testing.T) {
+	if !OfflineSteps() || !ReadOnlyMounts() {
+		t.Skip("this machine gives steps no network namespace or no read-only mounts")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	send := filepath.Join(t.TempDir(), "send.py")
+	if err := os.WriteFile(send, []byte(sendScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port, abstract, received := drop(t)
+	writable, hidden := t.TempDir(), t.TempDir()
+	for name, content := range map[string]string{"holdout.sh": holdoutScript, "data.txt": "HOLDOUT-ROWS-5b2e\n"} {
+		if err := os.WriteFile(filepath.Join(hidden, name), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := fmt.Sprintf(`rounds:
+  - strategy: "raise SCORE to 20, and keep a copy of what the holdout scores"
+    edits:
+      - file: train.sh
+        old: "SCORE=10"
+        new: |-
+          SCORE=20
+          [ "$1" != predict ] || python3 %s %s %s < "$AUTORESEARCH_HOLDOUT_DIR/data.txt"
+          [ "$1" != predict ] || cp "$AUTORESEARCH_HOLDOUT_DIR/data.txt" %s/ || echo "copy failed"
+`, send, port, abstract, writable)
+	files := toyFiles(plan, `  holdout:
+    command: 'sh ./train.sh predict && sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"'
+    metric: holdout_score
+    dir: `+hidden+`
+`)
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
+	files[".gitignore"] = "out.txt\nexperiment.yaml\n"
+	x := load(t, newRepo(t, files))
+
+	st, out := run(t, x, Options{Writable: []string{writable}})
+
+	if diff := cmp.Diff([]string{"0:baseline", "1:improved"}, verdicts(ledger(t, x))); diff != "" {
+		t.Errorf("ledger verdicts (-want +got):\n%s\n%s", diff, out)
+	}
+	log := readFile(t, filepath.Join(x.HoldoutStateDir(), "r1.log"))
+	for _, want := range []string{"tcp failed", "abstract failed", "copy failed"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the holdout's log lacks %q: the attack did not run as planned\n%s", want, log)
+		}
+	}
+	if got := received(); len(got) > 0 {
+		t.Errorf("the holdout's data left its step: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(writable, "data.txt")); err == nil {
+		t.Error("the holdout's data was copied into the steps' writable directory")
+	}
+	if st.Holdout == nil || len(st.Holdout.Readings) != 2 || st.Holdout.Readings[1].Value != "20.918273" {
+		t.Errorf("status.holdout %+v, want round 1 measured", st.Holdout)
 	}
 }
 

@@ -180,6 +180,10 @@ func (l *Local) run(ctx context.Context) error {
 		l.out.warn("spec.pipeline needs read-only mounts for its steps, which this machine does not allow (run as root, or allow user namespaces); the rounds run one after another")
 		l.spec.Pipeline = nil
 	}
+	if l.spec.Holdout != nil && !OfflineSteps() {
+		l.out.warn("the holdout's step runs on the machine's network, since this machine allows it no network namespace (run as root, or allow user namespaces): " +
+			"candidate code it runs can send the holdout's data where a later Researcher reads it")
+	}
 	if h := l.spec.Holdout; h != nil && h.Volume != nil {
 		l.out.warn("holdout.volume brings the holdout's files to its pod on a cluster; the local runner ignores it and reads them from holdout.dir on this machine")
 	}

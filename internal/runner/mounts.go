@@ -218,9 +218,13 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 		return nil, nil, err
 	}
 	mounts := []Mount{theMachine}
-	// Before the experiment's: what of it lies in one stays read-only.
+	// Before the experiment's: what of it lies in one stays read-only. The
+	// holdout writes none of them: what it left there, with the holdout's
+	// data in it, a later Researcher would read.
 	for _, p := range l.opts.Writable {
-		mounts = append(mounts, Mount{Path: p})
+		if kind != cacheHoldout {
+			mounts = append(mounts, Mount{Path: p})
+		}
 	}
 	for _, p := range append([]string{l.x.Repo, common, l.ws.Root}, readOnly...) {
 		mounts = append(mounts, Mount{Path: p, ReadOnly: true})

@@ -45,7 +45,7 @@ func TestARootRunnerGetsItsMounts(t *testing.T) {
 	argv := containNamespaces.argv("true", []Mount{theMachine})
 	step := exec.Command(argv[0], argv[1:]...)
 	step.Dir = t.TempDir()
-	step.SysProcAttr = containNamespaces.attr(true)
+	step.SysProcAttr = containNamespaces.attr(true, false)
 	if output, err := step.CombinedOutput(); err != nil {
 		t.Fatalf("a step with the machine read-only: %v, output %q", err, output)
 	}
@@ -106,7 +106,7 @@ exec ` + mount + ` "$@"
 			step := exec.Command(argv[0], argv[1:]...)
 			step.Dir = dir
 			step.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), tc.env, "VANISH="+vanish, "DIR="+dir)
-			step.SysProcAttr = containNamespaces.attr(true)
+			step.SysProcAttr = containNamespaces.attr(true, false)
 			output, err := step.CombinedOutput()
 			if !tc.ok {
 				if code := step.ProcessState.ExitCode(); code != 125 || !strings.Contains(string(output), "cannot mount / machine") {

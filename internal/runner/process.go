@@ -37,6 +37,12 @@ type Process struct {
 	// command starts, where ReadOnlyMounts says so; elsewhere they are
 	// skipped. The paths must exist. Nothing of them reaches the runner.
 	Mounts []Mount
+	// Offline runs the step, where OfflineSteps says so, in a network
+	// namespace of its own, which has no interface up: it reaches nothing
+	// over the network — no other machine, no service listening on the
+	// machine's loopback and no abstract Unix socket of another process.
+	// Elsewhere the step runs on the machine's network.
+	Offline bool
 
 	// containment overrides the one chosen for this machine, in tests.
 	containment containment
@@ -107,7 +113,7 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Stdout = pw
 	cmd.Stderr = pw
-	cmd.SysProcAttr = c.attr(len(mounts) > 0)
+	cmd.SysProcAttr = c.attr(len(mounts) > 0, p.Offline && c.offline())
 
 	start := time.Now()
 	leaders.Lock()

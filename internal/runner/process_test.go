@@ -2,10 +2,14 @@ package runner
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -22,7 +26,7 @@ func containments(t *testing.T) []containment {
 			continue
 		}
 		probe := exec.Command("/bin/sh", "-c", ":")
-		probe.SysProcAttr = c.attr(false)
+		probe.SysProcAttr = c.attr(false, false)
 		if probe.Run() == nil {
 			modes = append(modes, c)
 		}
@@ -193,5 +197,133 @@ func TestOutputKeepsItsEnd(t *testing.T) {
 	output, _ := runStep(t, containAuto, `yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz | head -c 5242880; echo; echo 'val_bpb: 0.9'`, time.Minute)
 	if len(output) != outputBytes || !strings.HasSuffix(output, "\nval_bpb: 0.9\n") {
 		t.Errorf("output of %d bytes ending %q", len(output), output[max(0, len(output)-40):])
+	}
+}
+
+// sendScript sends what it reads (or, reading nothing, a secret) to a TCP
+// port on the loopback (argv 1) and to an abstract Unix socket (argv 2),
+// where any process of the machine can listen, and says for each whether
+// it got through.
+const sendScript = `import socket, sys
+data = sys.stdin.buffer.read() or b"the secret"
+def send(kind, connect):
+    try:
+        s = connect()
+        s.sendall(data)
+        s.close()
+        print(kind, "sent")
+    except OSError as e:
+        print(kind, "failed:", e)
+def tcp():
+    return socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+def abstract():
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect("\0" + sys.argv[2])
+    return s
+send("tcp", tcp)
+send("abstract", abstract)
+`
+
+// drop listens where a step could send what it knows: a TCP port on the
+// loopback and an abstract Unix socket. It returns their addresses and
+// what reached them once the step is done.
+func drop(t *testing.T) (port, abstract string, received func() []string) {
+	t.Helper()
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abstract = fmt.Sprintf("autoresearch-drop-%d-%d", os.Getpid(), time.Now().UnixNano())
+	unix, err := net.Listen("unix", "@"+abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		got  []string
+		done sync.WaitGroup
+	)
+	for _, l := range []net.Listener{tcp, unix} {
+		done.Go(func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+				data, _ := io.ReadAll(conn)
+				_ = conn.Close()
+				mu.Lock()
+				got = append(got, l.Addr().Network()+": "+string(data))
+				mu.Unlock()
+			}
+		})
+	}
+	closeAll := func() {
+		_ = tcp.Close()
+		_ = unix.Close()
+		done.Wait()
+	}
+	t.Cleanup(closeAll)
+	return fmt.Sprint(tcp.Addr().(*net.TCPAddr).Port), abstract, func() []string {
+		closeAll()
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+}
+
+// TestAnOfflineStepReachesNoNetwork: a step that asks to be offline, in
+// its namespaces, reaches neither a service on the machine's loopback nor
+// an abstract Unix socket, while the same step online reaches both.
+func TestAnOfflineStepReachesNoNetwork(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	script := filepath.Join(t.TempDir(), "send.py")
+	if err := os.WriteFile(script, []byte(sendScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tested := 0
+	for _, c := range containments(t) {
+		if !c.namespaced() {
+			continue
+		}
+		if !c.offline() {
+			t.Logf("%s: this machine allows no network namespace", c)
+			continue
+		}
+		tested++
+		for _, offline := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/offline=%v", c, offline), func(t *testing.T) {
+				port, abstract, received := drop(t)
+				p := Process{
+					Command: fmt.Sprintf("python3 %s %s %s", script, port, abstract), Dir: t.TempDir(),
+					Timeout: 20 * time.Second, KillGrace: time.Second,
+					LogPath: filepath.Join(t.TempDir(), "log"), containment: c, Offline: offline,
+				}
+				_, output, err := p.RunOutput(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := received()
+				want, wantReceived := "failed", 0
+				if !offline {
+					want, wantReceived = "sent", 2
+				}
+				for _, kind := range []string{"tcp", "abstract"} {
+					if !strings.Contains(output, kind+" "+want) {
+						t.Errorf("output %q, want %q", output, kind+" "+want)
+					}
+				}
+				if len(got) != wantReceived {
+					t.Errorf("the listeners received %q, want %d messages", got, wantReceived)
+				}
+			})
+		}
+	}
+	if tested == 0 {
+		t.Skip("no containment here gives a step a network namespace")
 	}
 }
