@@ -124,6 +124,7 @@ func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.Even
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;create
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile loads the experiment and advances its loop by what its children
@@ -343,6 +344,9 @@ func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoR
 		build := b.gpuJob
 		if a.Type == round.ActionRunHoldout {
 			build = b.holdoutJob
+			if err := r.ensure(ctx, ar, b.holdoutPolicy()); err != nil {
+				return err
+			}
 		}
 		job, err := build(a)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -621,7 +622,53 @@ func (b childBuilder) holdoutJob(a round.Action) (*batchv1.Job, error) {
 		corev1.Volume{Name: volumeHoldoutRun, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		corev1.Volume{Name: volumeHoldout, VolumeSource: holdoutVolumeSource(h.Volume)},
 	)
-	return b.userStepJob(a, stepHoldout, spec, limit)
+	job, err := b.userStepJob(a, stepHoldout, spec, limit)
+	if err != nil {
+		return nil, err
+	}
+	writeOnlyInPod(&job.Spec.Template.Spec)
+	return job, nil
+}
+
+// writeOnlyInPod makes every mount in spec read-only but those of its
+// emptyDirs, which die with the pod: a claim that train.podTemplate or
+// eval.podTemplate mount writable for a dataset is read-only to the
+// holdout, whose candidate code would otherwise leave the holdout's data
+// there for a later training run, and so a later Researcher, to read.
+func writeOnlyInPod(spec *corev1.PodSpec) {
+	inPod := map[string]bool{}
+	for _, v := range spec.Volumes {
+		inPod[v.Name] = v.EmptyDir != nil
+	}
+	for _, containers := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range containers {
+			for j := range containers[i].VolumeMounts {
+				m := &containers[i].VolumeMounts[j]
+				m.ReadOnly = m.ReadOnly || !inPod[m.Name]
+			}
+		}
+	}
+}
+
+// holdoutPolicy is a NetworkPolicy that selects the experiment's holdout
+// pods and allows them no traffic, in or out: candidate code the holdout
+// runs has the holdout's data, and would send it where a later Researcher
+// collects it. The operator's labels win over a pod template's, so the
+// policy selects every holdout pod. A network plugin that enforces
+// NetworkPolicy is what makes it hold.
+func (b childBuilder) holdoutPolicy() *networkingv1.NetworkPolicy {
+	meta := b.meta(holdoutPolicyName(b.ar), 0, stepHoldout)
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: meta,
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
+				LabelManagedBy:  ManagerName,
+				LabelExperiment: b.ar.Name,
+				LabelStep:       stepHoldout,
+			}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}
 }
 
 // holdoutVolumeSource is the pod volume of spec.holdout.volume; a claim is

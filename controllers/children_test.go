@@ -67,3 +67,57 @@ func TestUserImagesGetTheToolsFromTheirOnlyInitContainer(t *testing.T) {
 		}
 	}
 }
+
+// TestTheHoldoutWritesOnlyItsOwnPod: a claim that train.podTemplate mounts
+// writable, for a dataset, is read-only in the holdout's pod, where
+// candidate code holds the holdout's data; training still writes it, and
+// the holdout writes its emptyDirs.
+func TestTheHoldoutWritesOnlyItsOwnPod(t *testing.T) {
+	b := childBuilder{ar: builder.MakeAutoResearch("x", "ns").GPUs(1).Edit(func(s *v1alpha1.AutoResearchSpec) {
+		s.Train.PodTemplate = builder.PodTemplate(`
+spec:
+  containers:
+  - name: train
+    volumeMounts: [{name: data, mountPath: /data}, {name: scratch, mountPath: /scratch}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: datasets}}, {name: scratch, emptyDir: {}}]
+`)
+		withHoldout(s)
+	}).Obj(), image: "operator:1"}
+	b.ar.Status.Workspace = &v1alpha1.WorkspaceStatus{StartCommit: "c0"}
+	train, err := b.gpuJob(round.Action{Type: round.ActionRunTrain, Round: 1, Code: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdout, err := b.holdoutJob(round.Action{Type: round.ActionRunHoldout, Round: 1, Code: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mount := func(spec corev1.PodSpec, path string) *corev1.VolumeMount {
+		i := slices.IndexFunc(spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == path })
+		if i < 0 {
+			t.Fatalf("%s is not mounted in %v", path, spec.Containers[0].VolumeMounts)
+		}
+		return &spec.Containers[0].VolumeMounts[i]
+	}
+	if mount(train.Spec.Template.Spec, "/data").ReadOnly {
+		t.Error("training cannot write the dataset claim its pod template mounts")
+	}
+	h := holdout.Spec.Template.Spec
+	if !mount(h, "/data").ReadOnly {
+		t.Error("the holdout writes the dataset claim")
+	}
+	if mount(h, "/scratch").ReadOnly {
+		t.Error("the holdout cannot write its scratch emptyDir")
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range h.Volumes {
+		volumes[v.Name] = v
+	}
+	for _, c := range append(h.InitContainers, h.Containers...) {
+		for _, m := range c.VolumeMounts {
+			if !m.ReadOnly && volumes[m.Name].EmptyDir == nil {
+				t.Errorf("the holdout's container %s writes %s (%+v) at %s", c.Name, m.Name, volumes[m.Name].VolumeSource, m.MountPath)
+			}
+		}
+	}
+}

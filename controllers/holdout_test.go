@@ -3,14 +3,17 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -99,6 +102,56 @@ func TestHoldoutOnACluster(t *testing.T) {
 		t.Errorf("no Overfit event for round 1: %v", eventReasons(t, ns))
 	}
 	checkNothingElseNamesTheHoldout(t, ns)
+	checkHoldoutPolicy(t, ns)
+}
+
+// checkHoldoutPolicy: a NetworkPolicy of the experiment's allows its
+// holdout pods no traffic at all, in or out, and selects no other child.
+func checkHoldoutPolicy(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	var policy networkingv1.NetworkPolicy
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: experiment + "-holdout"}, &policy); err != nil {
+		t.Fatalf("the holdout's NetworkPolicy: %v", err)
+	}
+	if owner := metav1.GetControllerOf(&policy); owner == nil || owner.Kind != "AutoResearch" || owner.Name != experiment {
+		t.Errorf("the holdout's NetworkPolicy is controlled by %+v, want the experiment", owner)
+	}
+	want := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
+	if !slices.Equal(policy.Spec.PolicyTypes, want) || len(policy.Spec.Ingress) > 0 || len(policy.Spec.Egress) > 0 {
+		t.Errorf("the holdout's NetworkPolicy %+v, want no traffic allowed in or out", policy.Spec)
+	}
+	selector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	var jobs batchv1.JobList
+	for _, l := range []client.ObjectList{&pods, &jobs} {
+		if err := k8s.List(ctx, l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	children := map[string]map[string]string{}
+	for _, p := range pods.Items {
+		children["pod "+p.Name] = p.Labels
+	}
+	for _, j := range jobs.Items {
+		children["the pods of job "+j.Name] = j.Spec.Template.Labels
+	}
+	holdouts := 0
+	for name, l := range children {
+		holdout := l[LabelStep] == stepHoldout
+		if holdout {
+			holdouts++
+		}
+		if selector.Matches(labels.Set(l)) != holdout {
+			t.Errorf("the holdout's NetworkPolicy selects %s (%v): %v, want %v", name, l, !holdout, holdout)
+		}
+	}
+	if holdouts == 0 || len(children) == holdouts {
+		t.Errorf("%d children, %d of them the holdout's: nothing to tell apart", len(children), holdouts)
+	}
 }
 
 // checkHoldoutJob checks what the holdout's pod sees: the volume read-only

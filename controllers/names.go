@@ -55,6 +55,10 @@ func workspaceClaimName(ar *v1alpha1.AutoResearch) string {
 
 func initPodName(ar *v1alpha1.AutoResearch) string { return ar.Name + "-init" }
 
+// holdoutPolicyName names the NetworkPolicy that cuts the holdout's pods
+// off the network.
+func holdoutPolicyName(ar *v1alpha1.AutoResearch) string { return ar.Name + "-holdout" }
+
 func roundConfigMapName(ar *v1alpha1.AutoResearch, n int32) string {
 	return fmt.Sprintf("%s-r%d-prompt", ar.Name, n)
 }
