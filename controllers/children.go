@@ -267,21 +267,30 @@ func (b childBuilder) roundConfigMap(a round.Action, prompt string) (*corev1.Con
 // first process of a PID namespace ignores a signal it has no handler
 // for, and a shell that ran the command itself would wait out the grace
 // period to be killed with everything under it. Where the container has
-// no PID namespace of its own, the signal goes to the command alone. It
-// exits with the command's status.
+// no PID namespace of its own, the signal goes to the command alone; a
+// signal that comes before the shell knows the command's pid is passed on
+// once it does. It exits with the command's status: a wait that the
+// signal interrupts returns 128+15 instead, and when the command ended
+// while the trap ran, the shell keeps its status for one more wait, which
+// returns 127 for a command whose status a wait already returned.
 const researcherInit = `if [ $$ = 1 ]; then
-	trap 'kill -TERM -1 2>/dev/null' TERM INT
+	stop() { kill -TERM -1 2>/dev/null; }
 else
-	trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+	stop() { kill -TERM "$child" 2>/dev/null; }
 fi
+trap 'if [ -n "$child" ]; then stop; else stopping=1; fi' TERM INT
 /bin/sh -c "$1" &
 child=$!
+[ -z "$stopping" ] || stop
 wait "$child"
 status=$?
 while kill -0 "$child" 2>/dev/null; do
 	wait "$child"
 	status=$?
 done
+wait "$child" 2>/dev/null
+last=$?
+[ "$last" = 127 ] || status=$last
 exit "$status"`
 
 // researcherPod runs the untrusted Researcher: no service-account token,
