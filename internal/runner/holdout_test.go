@@ -46,6 +46,31 @@ echo "scoring $rows"
 echo "holdout_score: $s.918273"
 `
 
+// hiddenHoldout fills dir with the holdout's command, holdoutScript, and
+// its data.
+func hiddenHoldout(t *testing.T, dir string) {
+	t.Helper()
+	for name, content := range map[string]string{"holdout.sh": holdoutScript, "data.txt": "HOLDOUT-ROWS-5b2e\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// oneHoldoutRound loads the toy experiment for one round of plan, with a
+// holdout in dir that runs command, and the experiment file out of git.
+func oneHoldoutRound(t *testing.T, plan, command, dir string) *Experiment {
+	t.Helper()
+	files := toyFiles(plan, `  holdout:
+    command: '`+command+`'
+    metric: holdout_score
+    dir: `+dir+`
+`)
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
+	files[".gitignore"] = "out.txt\nexperiment.yaml\n"
+	return load(t, newRepo(t, files))
+}
+
 // TestHoldoutCatchesAnOverfitCandidate: a candidate that improves the
 // evaluation but not the hidden holdout is overfit and rolled back, the
 // user sees the holdout's trend, and nothing a Researcher can read — its
@@ -58,11 +83,7 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 	if err := os.MkdirAll(hidden, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, content := range map[string]string{"holdout.sh": holdoutScript, "data.txt": "HOLDOUT-ROWS-5b2e\n"} {
-		if err := os.WriteFile(filepath.Join(hidden, name), []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hiddenHoldout(t, hidden)
 	command := `sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"`
 	repo := newRepo(t, toyFiles(overfitPlan, `  holdout:
     command: '`+command+`'
@@ -183,21 +204,9 @@ func TestHoldoutIsOutOfTheStepsSight(t *testing.T) {
 		t.Skip("hiding the holdout's directory takes read-only mounts, which this machine does not allow")
 	}
 	hidden := t.TempDir()
-	if err := os.WriteFile(filepath.Join(hidden, "holdout.sh"), []byte(holdoutScript), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(hidden, "data.txt"), []byte("HOLDOUT-ROWS-5b2e\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	hiddenHoldout(t, hidden)
 	t.Setenv("HOLDOUT_PROBE", hidden)
-	files := toyFiles(hidingPlan, `  holdout:
-    command: 'sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"'
-    metric: holdout_score
-    dir: `+hidden+`
-`)
-	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
-	files[".gitignore"] = "out.txt\nexperiment.yaml\n"
-	x := load(t, newRepo(t, files))
+	x := oneHoldoutRound(t, hidingPlan, `sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"`, hidden)
 
 	st, out := run(t, x, Options{})
 
@@ -239,11 +248,7 @@ func TestTheHoldoutCannotSendItsDataOut(t *testing.T) {
 	}
 	port, abstract, received := drop(t)
 	writable, hidden := t.TempDir(), t.TempDir()
-	for name, content := range map[string]string{"holdout.sh": holdoutScript, "data.txt": "HOLDOUT-ROWS-5b2e\n"} {
-		if err := os.WriteFile(filepath.Join(hidden, name), []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	hiddenHoldout(t, hidden)
 	plan := fmt.Sprintf(`rounds:
   - strategy: "raise SCORE to 20, and keep a copy of what the holdout scores"
     edits:
@@ -254,14 +259,7 @@ func TestTheHoldoutCannotSendItsDataOut(t *testing.T) {
           [ "$1" != predict ] || python3 %s %s %s < "$AUTORESEARCH_HOLDOUT_DIR/data.txt"
           [ "$1" != predict ] || cp "$AUTORESEARCH_HOLDOUT_DIR/data.txt" %s/ || echo "copy failed"
 `, send, port, abstract, writable)
-	files := toyFiles(plan, `  holdout:
-    command: 'sh ./train.sh predict && sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"'
-    metric: holdout_score
-    dir: `+hidden+`
-`)
-	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
-	files[".gitignore"] = "out.txt\nexperiment.yaml\n"
-	x := load(t, newRepo(t, files))
+	x := oneHoldoutRound(t, plan, `sh ./train.sh predict && sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"`, hidden)
 
 	st, out := run(t, x, Options{Writable: []string{writable}})
 
