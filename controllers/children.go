@@ -274,14 +274,14 @@ func (b childBuilder) roundConfigMap(a round.Action, prompt string) (*corev1.Con
 // while the trap ran, the shell keeps its status for one more wait, which
 // returns 127 for a command whose status a wait already returned.
 const researcherInit = `if [ $$ = 1 ]; then
-	stop() { kill -TERM -1 2>/dev/null; }
+	pass_stop() { kill -TERM -1 2>/dev/null; }
 else
-	stop() { kill -TERM "$child" 2>/dev/null; }
+	pass_stop() { kill -TERM "$child" 2>/dev/null; }
 fi
-trap 'if [ -n "$child" ]; then stop; else stopping=1; fi' TERM INT
+trap 'if [ -n "$child" ]; then pass_stop; else stopping=1; fi' TERM INT
 /bin/sh -c "$1" &
 child=$!
-[ -z "$stopping" ] || stop
+[ -z "$stopping" ] || pass_stop
 wait "$child"
 status=$?
 while kill -0 "$child" 2>/dev/null; do
