@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ import (
 // 1 they change different lines, so that spec.combine applies both.
 var candidatesToy = map[string]string{
 	".gitignore": "out.txt\n",
-	"train.sh":   "#!/bin/sh\nSCORE=10\nsleep 4\necho \"step 1 loss=0.5\"\nBONUS=0\necho $((SCORE+BONUS)) > out.txt\n",
+	"train.sh":   "#!/bin/sh\necho \"probe visible-devices=$NVIDIA_VISIBLE_DEVICES\"\nSCORE=10\nsleep 4\necho \"step 1 loss=0.5\"\nBONUS=0\necho $((SCORE+BONUS)) > out.txt\n",
 	"eval.sh":    "#!/bin/sh\ntest -f out.txt || { echo 'no model' >&2; exit 1; }\necho \"score: $(cat out.txt)\"\n",
 	"plan.yaml": `rounds:
   - strategy: "unused"
@@ -41,15 +42,15 @@ var candidatesToy = map[string]string{
 // GPUs or more, through kubectl: each round's two candidates train at once,
 // each candidate gets its own verdict, round 1's two improvements are
 // combined, and each round commits its best; the kubectl plugin shows each
-// candidate's logs and change.
+// candidate's logs and change. On the real node the kubelet gives the two
+// candidates that train at once a GPU each, not the same one.
 func TestCandidatesOnCluster(t *testing.T) {
 	const n = "candidates"
 	p := buildPlugin(t)
 	install(t)
-	m := &manager{t: t}
-	m.start()
+	m := startManager(t)
 	defer m.stop()
-	repo := toyRepo(t, candidatesToy)
+	url := clusterSource(t, n, candidatesToy)
 	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
 	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
@@ -61,7 +62,7 @@ spec:
   combine: true
   baseline: {runs: 1}
   source:
-    git: {url: "file://%s", ref: main}
+    git: {url: "%s", ref: main}
   workspace: {size: 1Gi}
   fixed:
     files: [eval.sh, plan.yaml]
@@ -79,7 +80,7 @@ spec:
   researcher:
     command: "autoresearch researcher scripted --plan plan.yaml"
     timeout: 60s
-`, n, ns, repo), "apply", "-f", "-")
+`, n, ns, url), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 
 	// How many of the experiment's training pods run at once, and the most
@@ -142,6 +143,9 @@ spec:
 	if gpus != 2 {
 		t.Errorf("status.gpus was at most %d, want the two candidates' two GPUs", gpus)
 	}
+	if onRealNode() {
+		overlapsOnDistinctGPUs(t, "autoresearch.dev/experiment="+n)
+	}
 	if out := kubectl(t, "", "get", "autoresearch", n, "-n", ns); !strings.Contains(out, "CANDIDATES") || !strings.Contains(out, "GPUS") {
 		t.Errorf("kubectl get shows no candidates or GPUs column:\n%s", out)
 	}
@@ -156,6 +160,50 @@ spec:
 	if _, errOut, err := p.try(work, "logs", n, "--round", "1"); err == nil || !strings.Contains(errOut, "name one with --candidate") {
 		t.Errorf("logs of a round of candidates without one: %v\n%s", err, errOut)
 	}
+}
+
+// overlapsOnDistinctGPUs checks that the experiment's training pods that
+// ran at once, of which there must be some, were given different GPUs, as
+// the training command printed them.
+func overlapsOnDistinctGPUs(t *testing.T, sel string) {
+	t.Helper()
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel+",autoresearch.dev/step=train", "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	type run struct {
+		pod, device string
+		ran         *corev1.ContainerStateTerminated
+	}
+	var runs []run
+	for _, p := range list.Items {
+		r := run{pod: p.Name, ran: terminated(map[string]corev1.Pod{p.Name: p}, p.Name, "train")}
+		if r.ran == nil {
+			t.Errorf("training pod %s did not end", p.Name)
+			continue
+		}
+		r.device = probes(kubectl(t, "", "logs", p.Name, "-n", ns, "-c", "train"))["visible-devices"]
+		if err := distinctDevices(visibleDevices(r.device), 1, nodeGPUs(t, realNode)); err != nil {
+			t.Errorf("training pod %s: NVIDIA_VISIBLE_DEVICES %q: %v", p.Name, r.device, err)
+		}
+		runs = append(runs, r)
+	}
+	var together []string
+	for i, a := range runs {
+		for _, b := range runs[i+1:] {
+			if !a.ran.StartedAt.Before(&b.ran.FinishedAt) || !b.ran.StartedAt.Before(&a.ran.FinishedAt) {
+				continue
+			}
+			together = append(together, fmt.Sprintf("%s on GPU %s with %s on GPU %s", a.pod, a.device, b.pod, b.device))
+			if a.device == b.device {
+				t.Errorf("training pods %s and %s ran at once on the same GPU %q", a.pod, b.pod, a.device)
+			}
+		}
+	}
+	if len(together) == 0 {
+		t.Errorf("none of the %d training pods ran at the same time as another", len(runs))
+	}
+	t.Logf("training that ran at once: %s", strings.Join(together, "; "))
 }
 
 // pipelineToy trains for a few seconds; its rounds change lines far apart,
@@ -180,10 +228,9 @@ var pipelineToy = map[string]string{
 func TestPipelineOnCluster(t *testing.T) {
 	const n = "pipeline"
 	install(t)
-	m := &manager{t: t}
-	m.start()
+	m := startManager(t)
 	defer m.stop()
-	repo := toyRepo(t, pipelineToy)
+	url := clusterSource(t, n, pipelineToy)
 	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
 	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
@@ -194,7 +241,7 @@ spec:
   pipeline: true
   baseline: {runs: 1}
   source:
-    git: {url: "file://%s", ref: main}
+    git: {url: "%s", ref: main}
   workspace: {size: 1Gi}
   fixed:
     files: [eval.sh, plan.yaml]
@@ -212,7 +259,7 @@ spec:
   researcher:
     command: "autoresearch researcher scripted --plan plan.yaml"
     timeout: 60s
-`, n, ns, repo), "apply", "-f", "-")
+`, n, ns, url), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 
 	seen := seenPods(n)

@@ -720,3 +720,38 @@ func TestRealNodeGPUs(t *testing.T) {
 		}
 	})
 }
+
+// onRealNode tells whether the suite runs on the real node (make e2e-real),
+// where pods run the images and fetch only what the network serves them.
+func onRealNode() bool { return os.Getenv("E2E_REAL_NODE") == "1" }
+
+// startManager starts the operator; on the real node its step pods run
+// the operator's image that the node imported.
+func startManager(t *testing.T) *manager {
+	t.Helper()
+	m := &manager{t: t}
+	if onRealNode() {
+		m.image = realNodeImage(t, "operator")
+	}
+	m.start()
+	return m
+}
+
+// clusterSource commits files into a repository for experiment n and
+// returns the URL its clone takes: on the process node, whose pods run on
+// this machine, the repository's path; on the real node, a git daemon's,
+// with a volume made for the experiment's workspace claim.
+func clusterSource(t *testing.T, n string, files map[string]string) string {
+	t.Helper()
+	repo := toyRepo(t, files)
+	if !onRealNode() {
+		return "file://" + repo
+	}
+	repos := t.TempDir()
+	if err := os.Rename(repo, filepath.Join(repos, n)); err != nil {
+		t.Fatal(err)
+	}
+	url := gitDaemon(t, repos) + "/" + n
+	hostVolume(t, n+"-workspace")
+	return url
+}
