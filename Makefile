@@ -65,6 +65,9 @@ E2E_OK = $(shell [ "$$(id -u)" = 0 ] && unshare -m true 2>/dev/null && echo yes)
 E2E_REAL_OK = $(shell [ "$$(id -u)" = 0 ] && grep -qw overlay /proc/filesystems && \
 	{ command -v apt-get >/dev/null || { command -v runc >/dev/null && [ -x /usr/lib/cni/bridge ] && command -v debootstrap >/dev/null; }; } && echo yes)
 E2E_REAL_IMAGES = operator go torch
+# What make e2e-real runs: the tests only a real node can run, and those of
+# the broad suite that run on either node (clusterSource, startManager).
+E2E_REAL_TESTS = TestRealNode.*|TestControlPlaneVersion|TestCandidatesOnCluster|TestPipelineOnCluster|TestOutputGitPushesToARemote|TestQuotaAdmitsEveryStep|TestABudgetStopsTheLoopAndRaisingItResumes|TestADatasetReachesTraining
 E2E_BUILD_LOG = $(LOCALBIN)/e2e-build.log
 # go test starts packages in the order it is given them: the slowest first,
 # so that none of them starts last.
@@ -262,9 +265,9 @@ e2e: ## Run the operator on a local control plane with a process-kubelet node, c
 	go test -tags e2e -count=1 -v -parallel 2 -timeout 60m ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
 .PHONY: e2e-real
-e2e-real: ## Run the TestRealNode tests, and those of parallel candidates and pipelined rounds, on a real node (containerd, runc, a kubelet, a fake GPU device plugin; hack/e2e/real-node.sh) with the operator's, the Go and the PyTorch images; make test runs it where the machine allows.
+e2e-real: ## Run the TestRealNode tests, and the tests of the broad suite that run on either node (E2E_REAL_TESTS), on a real node (containerd, runc, a kubelet, a fake GPU device plugin; hack/e2e/real-node.sh) with the operator's, the Go and the PyTorch images; make test runs it where the machine allows.
 	E2E_NODE=real NODE_IMAGES="$(E2E_REAL_IMAGES)" hack/e2e/cluster.sh up || { hack/e2e/cluster.sh down; exit 1; }
-	E2E_REAL_NODE=1 go test -tags e2e -count=1 -v -parallel 2 -timeout 60m -run '^(TestRealNode.*|TestCandidatesOnCluster|TestPipelineOnCluster|TestControlPlaneVersion)$$' ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
+	E2E_REAL_NODE=1 go test -tags e2e -count=1 -v -parallel 2 -timeout 60m -run '^($(E2E_REAL_TESTS))$$' ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
 # bench-parallel's cluster: a node of 8 GPUs, with its own state and ports
 # so that it runs beside make e2e and make dev-cluster; the environment

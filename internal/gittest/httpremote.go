@@ -1,6 +1,7 @@
 package gittest
 
 import (
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -9,7 +10,7 @@ import (
 )
 
 // HTTPRemote is an empty bare repository served over git's smart HTTP
-// protocol by git http-backend, on 127.0.0.1, to clients that give a token
+// protocol by git http-backend, on 127.0.0.1 or the address given, to clients that give a token
 // as their basic-auth password.
 type HTTPRemote struct {
 	// URL is the repository's.
@@ -18,9 +19,16 @@ type HTTPRemote struct {
 	Dir string
 }
 
-// NewHTTPRemote starts an HTTPRemote that takes token, with any username,
-// until the test ends.
+// NewHTTPRemote starts an HTTPRemote on 127.0.0.1 that takes token, with
+// any username, until the test ends.
 func NewHTTPRemote(t testing.TB, token string) HTTPRemote {
+	t.Helper()
+	return NewHTTPRemoteOn(t, token, "127.0.0.1")
+}
+
+// NewHTTPRemoteOn is NewHTTPRemote listening on host, for clients that do
+// not share this machine's loopback.
+func NewHTTPRemoteOn(t testing.TB, token, host string) HTTPRemote {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "results.git")
@@ -32,7 +40,11 @@ func NewHTTPRemote(t testing.TB, token string) HTTPRemote {
 		Env:        []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
 		InheritEnv: []string{"PATH", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM"},
 	}
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, password, ok := r.BasicAuth(); !ok || password != token {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -40,6 +52,10 @@ func NewHTTPRemote(t testing.TB, token string) HTTPRemote {
 		}
 		backend.ServeHTTP(w, r)
 	}))
+	// The server's own listener, on 127.0.0.1, gives way to this one.
+	_ = server.Listener.Close()
+	server.Listener = l
+	server.Start()
 	t.Cleanup(server.Close)
 	return HTTPRemote{URL: server.URL + "/results.git", Dir: dir}
 }

@@ -52,35 +52,7 @@ func TestCandidatesOnCluster(t *testing.T) {
 	defer m.stop()
 	url := clusterSource(t, n, candidatesToy)
 	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
-	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata: {name: %s, namespace: %s}
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 2
-  candidates: 2
-  combine: true
-  baseline: {runs: 1}
-  source:
-    git: {url: "%s", ref: main}
-  workspace: {size: 1Gi}
-  fixed:
-    files: [eval.sh, plan.yaml]
-    timeLimit: 60s
-  variable:
-    files: [train.sh]
-  train:
-    command: "./train.sh"
-    outputs: [out.txt]
-    gpus: 1
-  eval:
-    metric: score
-    direction: maximize
-    command: "./eval.sh"
-  researcher:
-    command: "autoresearch researcher scripted --plan plan.yaml"
-    timeout: 60s
-`, n, ns, url), "apply", "-f", "-")
+	kubectl(t, toyManifest(n, url, 2)+"  candidates: 2\n  combine: true\n", "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 
 	// How many of the experiment's training pods run at once, and the most
@@ -222,23 +194,16 @@ var pipelineToy = map[string]string{
 `,
 }
 
-// TestPipelineOnCluster runs spec.pipeline through kubectl: each round's
-// Researcher pod runs while the round before trains, and is carried onto
-// the best that round commits.
-func TestPipelineOnCluster(t *testing.T) {
-	const n = "pipeline"
-	install(t)
-	m := startManager(t)
-	defer m.stop()
-	url := clusterSource(t, n, pipelineToy)
-	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
-	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
+// toyManifest is experiment n of maxRounds rounds on a toy of
+// candidatesToy's and pipelineToy's kind, cloned from url: train.sh is the variable file,
+// eval.sh prints the score, and plan.yaml plays the Researcher.
+func toyManifest(n, url string, maxRounds int) string {
+	return fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
 metadata: {name: %s, namespace: %s}
 spec:
   researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 3
-  pipeline: true
+  maxRounds: %d
   baseline: {runs: 1}
   source:
     git: {url: "%s", ref: main}
@@ -259,7 +224,20 @@ spec:
   researcher:
     command: "autoresearch researcher scripted --plan plan.yaml"
     timeout: 60s
-`, n, ns, url), "apply", "-f", "-")
+`, n, ns, maxRounds, url)
+}
+
+// TestPipelineOnCluster runs spec.pipeline through kubectl: each round's
+// Researcher pod runs while the round before trains, and is carried onto
+// the best that round commits.
+func TestPipelineOnCluster(t *testing.T) {
+	const n = "pipeline"
+	install(t)
+	m := startManager(t)
+	defer m.stop()
+	url := clusterSource(t, n, pipelineToy)
+	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
+	kubectl(t, toyManifest(n, url, 3)+"  pipeline: true\n", "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 
 	seen := seenPods(n)

@@ -820,11 +820,9 @@ func TestABudgetStopsTheLoopAndRaisingItResumes(t *testing.T) {
 	parallel(t)
 	const n = "budgeted"
 	install(t)
-	m := &manager{t: t}
-	m.start()
+	m := startManager(t)
 	defer m.stop()
-	repo := sourceRepo(t, "tiny-lm-go")
-	kubectl(t, manifestFor(n, repo, 1, 0)+"  budget: {gpuHours: \"0.0001\"}\n", "apply", "-f", "-")
+	kubectl(t, toyManifest(n, clusterSource(t, n, pipelineToy), 1)+"  budget: {gpuHours: \"0.0001\"}\n", "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 
 	eventually(t, "the budget to stop the experiment", 10*time.Minute, func() bool {
@@ -852,24 +850,24 @@ func TestABudgetStopsTheLoopAndRaisingItResumes(t *testing.T) {
 
 // TestADatasetReachesTraining mounts a dataset into training and
 // evaluation through spec.train.podTemplate, with shm, on the node: the
-// training command fails unless it can read the dataset.
+// training command fails unless it can read the dataset, and has a
+// /dev/shm and a HOME it can write.
 func TestADatasetReachesTraining(t *testing.T) {
 	parallel(t)
 	const n = "dataset"
 	install(t)
-	m := &manager{t: t}
-	m.start()
+	m := startManager(t)
 	defer m.stop()
-	repo := sourceRepo(t, "tiny-lm-go")
+	url := clusterSource(t, n, pipelineToy)
 	kubectl(t, fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: corpus, namespace: %s}
 data: {corpus.txt: "the dataset the cluster provides"}
 `, ns), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "configmap", "corpus", "-n", ns)
-	spec := strings.Replace(manifestFor(n, repo, 1, 0), `command: "go run ./prepare && go run ./train"`,
-		`command: "grep -q dataset /data/corpus.txt && test -d /dev/shm && test -w \"$HOME\" && go run ./prepare && go run ./train"`, 1)
-	spec = strings.Replace(spec, "    outputs: [ckpt]\n", `    outputs: [ckpt]
+	spec := strings.Replace(toyManifest(n, url, 1), `command: "./train.sh"`,
+		`command: "grep -q dataset /data/corpus.txt && : > /dev/shm/w && test -w \"$HOME\" && ./train.sh"`, 1)
+	spec = strings.Replace(spec, "    outputs: [out.txt]\n", `    outputs: [out.txt]
     shm: 64Mi
     podTemplate:
       spec:

@@ -13,23 +13,23 @@ import (
 )
 
 // TestOutputGitPushesToARemote runs two experiments whose spec.output.git
-// is a git http-backend on 127.0.0.1 that wants a token: the one whose
-// Secret holds it ends with the remote's branch on its ledger commit, the
-// other's pushes fail with a PushFailed event, and it succeeds all the same.
+// is a git http-backend, where the node's pods reach it, that wants a
+// token: the one whose Secret holds it ends with the remote's branch on its
+// ledger commit, the other's pushes fail with a PushFailed event, and it
+// succeeds all the same.
 func TestOutputGitPushesToARemote(t *testing.T) {
 	parallel(t)
 	install(t)
-	m := &manager{t: t}
-	m.start()
+	m := startManager(t)
 	defer m.stop()
 	const token = "e2e-t0ken"
-	remote := gittest.NewHTTPRemote(t, token)
-	repo := sourceRepo(t, "tiny-lm-go")
+	remote := gittest.NewHTTPRemoteOn(t, token, serviceHost(t))
 	experiments := map[string]string{"pushed": token, "refused": "not-the-token"}
 	for n, secretToken := range experiments {
 		kubectl(t, "", "create", "secret", "generic", n+"-push", "-n", ns, "--from-literal=token="+secretToken)
 		defer kubectl(t, "", "delete", "secret", n+"-push", "-n", ns)
-		spec := manifestFor(n, repo, 1, 0) + fmt.Sprintf("  output:\n    git:\n      url: %q\n      secretRef: {name: %s-push}\n      candidates: true\n", remote.URL, n)
+		spec := toyManifest(n, clusterSource(t, n, pipelineToy), 1) +
+			fmt.Sprintf("  output:\n    git:\n      url: %q\n      secretRef: {name: %s-push}\n      candidates: true\n", remote.URL, n)
 		kubectl(t, spec, "apply", "-f", "-")
 		defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 	}

@@ -14,13 +14,14 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 )
 
-// TestQuotaAdmitsEveryStep runs two rounds of tiny-lm-go in a namespace
+// TestQuotaAdmitsEveryStep runs two rounds of a toy in a namespace
 // whose ResourceQuota, enforced by the API server and kept by the
 // controller manager's quota controller, refuses every pod that does not
 // state CPU and memory requests and limits, as shared clusters often do.
 // The user states them for the Researcher, training and evaluation; the
 // operator must state them for every container of its own image: the
-// clone, the file check, the git steps and the init containers.
+// clone, the file check, the git steps and the init containers. On the
+// real node those limits hold the operator's steps in its image.
 func TestQuotaAdmitsEveryStep(t *testing.T) {
 	parallel(t)
 	const (
@@ -52,10 +53,9 @@ spec:
 		return strings.Contains(out, "must specify")
 	})
 
-	m := &manager{t: t}
-	m.start()
+	m := startManager(t)
 	defer m.stop()
-	spec := strings.Replace(manifestFor(n, sourceRepo(t, "tiny-lm-go"), 2, 0), "namespace: "+ns+"}", "namespace: "+namespace+"}", 1)
+	spec := strings.Replace(toyManifest(n, clusterSourceIn(t, namespace, n, pipelineToy), 2), "namespace: "+ns+"}", "namespace: "+namespace+"}", 1)
 	const resources = `    resources:
       requests: {cpu: 500m, memory: 512Mi}
       limits: {cpu: "2", memory: 2Gi}

@@ -52,7 +52,7 @@ func realNodeImage(t *testing.T, name string) string {
 // address, where pods reach the host, and returns the base URL.
 func gitDaemon(t *testing.T, dir string) string {
 	t.Helper()
-	ip := strings.TrimSpace(kubectl(t, "", "get", "node", realNode, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`))
+	ip := realNodeAddress(t)
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +86,22 @@ func gitDaemon(t *testing.T, dir string) string {
 	return fmt.Sprintf("git://%s:%d", ip, port)
 }
 
+// realNodeAddress is the real node's address, this machine's on the
+// node's bridge, where pods reach a service of the test's.
+func realNodeAddress(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(kubectl(t, "", "get", "node", realNode, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`))
+}
+
 // hostVolume makes a hostPath volume for the claim n, owned by the step
 // pods' user (a hostPath volume does not get the pod's fsGroup).
 func hostVolume(t *testing.T, n string) {
+	t.Helper()
+	hostVolumeIn(t, ns, n)
+}
+
+// hostVolumeIn is hostVolume for a claim in namespace.
+func hostVolumeIn(t *testing.T, namespace, n string) {
 	t.Helper()
 	dir := filepath.Join(e2eDir, "node", "volumes", n)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -107,9 +120,9 @@ spec:
   storageClassName: %s
   claimRef: {namespace: %s, name: %s}
   hostPath: {path: %s, type: Directory}
-`, n, realStorageClass, ns, n, dir), "apply", "-f", "-")
+`, n, realStorageClass, namespace, n, dir), "apply", "-f", "-")
 	t.Cleanup(func() {
-		_, _ = tryKubectl("", "delete", "pvc", n, "-n", ns, "--wait=true", "--timeout=60s")
+		_, _ = tryKubectl("", "delete", "pvc", n, "-n", namespace, "--wait=true", "--timeout=60s")
 		_, _ = tryKubectl("", "delete", "pv", n, "--wait=true", "--timeout=60s")
 		_ = os.RemoveAll(dir)
 	})
@@ -120,16 +133,24 @@ spec:
 // of experiment n's workspace, and returns the repository's URL.
 func scoreRepo(t *testing.T, n string) string {
 	t.Helper()
-	repos := t.TempDir()
 	repo := gittest.NewRepo(t, map[string]string{
 		"train.sh": "echo 2.5 > score\n",
 		"eval.sh":  "echo \"loss: $(cat score)\"\n",
 	})
+	return serveOnRealNode(t, ns, n, repo)
+}
+
+// serveOnRealNode serves repo, as n over a git daemon, makes the volume of
+// the workspace claim of experiment n in namespace, and returns the
+// repository's URL.
+func serveOnRealNode(t *testing.T, namespace, n, repo string) string {
+	t.Helper()
+	repos := t.TempDir()
 	if err := os.Rename(repo, filepath.Join(repos, n)); err != nil {
 		t.Fatal(err)
 	}
 	url := gitDaemon(t, repos) + "/" + n
-	hostVolume(t, n+"-workspace")
+	hostVolumeIn(t, namespace, n+"-workspace")
 	return url
 }
 
@@ -188,13 +209,7 @@ func TestRealNode(t *testing.T) {
 	m.start()
 	defer m.stop()
 
-	repos := t.TempDir()
-	repo := sourceRepo(t, "tiny-lm-go")
-	if err := os.Rename(repo, filepath.Join(repos, "tiny-lm-go")); err != nil {
-		t.Fatal(err)
-	}
-	url := gitDaemon(t, repos) + "/tiny-lm-go"
-	hostVolume(t, n+"-workspace")
+	url := serveOnRealNode(t, ns, n, sourceRepo(t, "tiny-lm-go"))
 
 	// A command line no other process has: the Researcher's setsid child.
 	orphan := []string{"sleep", fmt.Sprint(3000 + time.Now().Unix()%1000)}
@@ -335,12 +350,7 @@ func TestRealNodeTorch(t *testing.T) {
 	m.start()
 	defer m.stop()
 
-	repos := t.TempDir()
-	if err := os.Rename(sourceRepo(t, "nanogpt-torch"), filepath.Join(repos, "nanogpt-torch")); err != nil {
-		t.Fatal(err)
-	}
-	url := gitDaemon(t, repos) + "/nanogpt-torch"
-	hostVolume(t, n+"-workspace")
+	url := serveOnRealNode(t, ns, n, sourceRepo(t, "nanogpt-torch"))
 	kubectl(t, torchExperiment(n, url, "image: "+torchImage), "apply", "-f", "-")
 	sel := "autoresearch.dev/experiment=" + n
 	deleteAtEnd(t, n)
@@ -743,15 +753,26 @@ func startManager(t *testing.T) *manager {
 // with a volume made for the experiment's workspace claim.
 func clusterSource(t *testing.T, n string, files map[string]string) string {
 	t.Helper()
+	return clusterSourceIn(t, ns, n, files)
+}
+
+// clusterSourceIn is clusterSource for an experiment in namespace.
+func clusterSourceIn(t *testing.T, namespace, n string, files map[string]string) string {
+	t.Helper()
 	repo := toyRepo(t, files)
 	if !onRealNode() {
 		return "file://" + repo
 	}
-	repos := t.TempDir()
-	if err := os.Rename(repo, filepath.Join(repos, n)); err != nil {
-		t.Fatal(err)
+	return serveOnRealNode(t, namespace, n, repo)
+}
+
+// serviceHost is where a service of the test's listens for the node's
+// pods: the loopback, which the process node's pods share, or the real
+// node's address.
+func serviceHost(t *testing.T) string {
+	t.Helper()
+	if onRealNode() {
+		return realNodeAddress(t)
 	}
-	url := gitDaemon(t, repos) + "/" + n
-	hostVolume(t, n+"-workspace")
-	return url
+	return "127.0.0.1"
 }
