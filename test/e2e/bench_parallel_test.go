@@ -626,11 +626,32 @@ func benchGoals(s benchSettings, gpus int, reports []cellReport) string {
 		goal(full, func(r cellReport) (float64, string) { return r.busy(gpus), "%.1f%%" }, func(v float64) bool { return v >= 90 }))
 	fmt.Fprintf(&b, "- ≥ 11 experiments per GPU-hour at a 5-minute training budget, K = %d and spec.pipeline at R ≤ T: %s\n", gpus,
 		goal(full, func(r cellReport) (float64, string) { return r.perGPUHour(r.wall + r.stretch), "%.1f" }, func(v float64) bool { return v >= 11 }))
+	if len(full) > 0 {
+		var ceilings []string
+		for _, r := range full {
+			ceilings = append(ceilings, fmt.Sprintf("%s %.1f", r.cell, ceilingPerGPUHour(r.rounds, r.cell, s.train, benchTrainingBudget)))
+		}
+		fmt.Fprintf(&b, "  - with no overhead at all, %d rounds would allow at most: %s (BENCH_PARALLEL_ROUNDS sets more)\n", s.rounds, strings.Join(ceilings, "; "))
+	}
 	fmt.Fprintf(&b, "- ≤ 3 s of overhead per round, every cell: %s\n",
 		goal(all, func(r cellReport) (float64, string) {
 			return r.handoffs.total().Seconds() / float64(r.rounds), "%.2f s"
 		}, func(v float64) bool { return v <= 3 }))
 	return b.String()
+}
+
+// ceilingPerGPUHour is the most experiments per GPU-hour that rounds of
+// cell c allow at the training budget with no overhead at all, its
+// research scaled as the stretch scales it: each round's candidates train
+// on GPUs of their own for the budget, and the GPUs wait only for research
+// that pipelining cannot hide, round 1's and what outlasts a training.
+func ceilingPerGPUHour(rounds int, c benchCell, train, budget time.Duration) float64 {
+	research := time.Duration(float64(c.research) * float64(budget) / float64(train))
+	wall := time.Duration(rounds) * (research + budget)
+	if c.pipeline {
+		wall = research + time.Duration(rounds)*max(research, budget)
+	}
+	return float64(rounds) / wall.Hours()
 }
 
 // goal says whether every report's value meets the goal, and each value.
@@ -716,6 +737,30 @@ func TestBenchParallelAccounting(t *testing.T) {
 				t.Errorf("user %s + handoffs %s != wall %s", got.user, got.handoffs.total(), got.wall)
 			}
 		})
+	}
+}
+
+// TestBenchCeiling checks the most experiments per GPU-hour that a number
+// of rounds allows: with the research as long as the training, three
+// pipelined rounds of a 5-minute budget take 20 minutes for 3 experiments
+// a GPU, and no number of rounds reaches 12.
+func TestBenchCeiling(t *testing.T) {
+	const train = 10 * time.Second
+	cases := []struct {
+		rounds int
+		cell   benchCell
+		want   float64
+	}{
+		{3, benchCell{pipeline: true, research: train}, 9},
+		{3, benchCell{pipeline: false, research: train}, 6},
+		{3, benchCell{pipeline: true, research: train / 2}, 3 / (17.5 / 60)},
+		{15, benchCell{pipeline: true, research: train}, 15 / (80.0 / 60)},
+		{15, benchCell{pipeline: true, research: 2 * train}, 15 / (160.0 / 60)},
+	}
+	for _, tc := range cases {
+		if got := ceilingPerGPUHour(tc.rounds, tc.cell, train, benchTrainingBudget); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%d rounds of %s: %.4f, want %.4f", tc.rounds, tc.cell, got, tc.want)
+		}
 	}
 }
 
