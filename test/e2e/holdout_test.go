@@ -66,10 +66,9 @@ func TestHoldoutOnCluster(t *testing.T) {
 	)
 	secrets := []string{"918273", "HOLDOUT-ROWS-5b2e", "hidden-holdout-q9", "holdout-q9-files", "holdout.sh"}
 	install(t)
-	m := &manager{t: t}
-	m.start()
+	m := startManager(t)
 	defer m.stop()
-	repo := toyRepo(t, holdoutToy)
+	url := clusterSource(t, n, holdoutToy)
 	script, err := json.Marshal(holdoutScript)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +91,7 @@ spec:
   maxRounds: 3
   baseline: {runs: 1}
   source:
-    git: {url: "file://%s", ref: main}
+    git: {url: "%s", ref: main}
   workspace: {size: 1Gi}
   fixed:
     files: [eval.sh, plan.yaml]
@@ -117,7 +116,7 @@ spec:
   researcher:
     command: "autoresearch researcher scripted --plan plan.yaml"
     timeout: 60s
-`, n, ns, repo, hidden), "apply", "-f", "-")
+`, n, ns, url, hidden), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 
 	// Every pod of the experiment, as it was made: finished rounds' pods
@@ -178,10 +177,7 @@ spec:
 	var attacked bool
 	for _, pod := range pods {
 		if pod.Labels["autoresearch.dev/step"] == "holdout" && pod.Labels["autoresearch.dev/round"] == "2" {
-			log, err := os.ReadFile(filepath.Join(e2eDir, "state/node/pods", string(pod.UID), "containers/holdout/log"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			log := containerLog(t, pod, "holdout")
 			attacked = bytes.Contains(log, []byte("copied the holdout")) && bytes.Contains(log, []byte("holdout_score: 1.918273"))
 		}
 	}
@@ -192,6 +188,21 @@ spec:
 	// What a Researcher can read: the whole workspace volume.
 	scanned := scanWorkspace(t, n+"-workspace", secrets)
 	t.Logf("scanned %d files of the workspace; %d pods' specs", scanned, len(pods))
+}
+
+// containerLog is what the container of pod wrote, as the node keeps it:
+// the process node in its state directory, the real node through kubectl
+// while the pod is there.
+func containerLog(t *testing.T, pod corev1.Pod, container string) []byte {
+	t.Helper()
+	if onRealNode() {
+		return []byte(kubectl(t, "", "logs", pod.Name, "-n", ns, "-c", container))
+	}
+	log, err := os.ReadFile(filepath.Join(e2eDir, "state/node/pods", string(pod.UID), "containers", container, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log
 }
 
 // scanWorkspace reports every file of the claim's volume on the node
