@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 )
 
 // candidatesToy trains for a few seconds, so that two candidates' training
@@ -238,7 +240,7 @@ func TestPipelineOnCluster(t *testing.T) {
 	url := clusterSource(t, n, pipelineToy)
 	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
 	kubectl(t, toyManifest(n, url, 3)+"  pipeline: true\n", "apply", "-f", "-")
-	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
+	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s", "--ignore-not-found")
 
 	seen := seenPods(n)
 	eventually(t, "the experiment to finish", 10*time.Minute, func() bool {
@@ -267,6 +269,38 @@ func TestPipelineOnCluster(t *testing.T) {
 		if !researcher.StartedAt.Before(&train.FinishedAt) {
 			t.Errorf("round %d's Researcher started at %s, after round %d's training ended at %s", r+1, researcher.StartedAt, r, train.FinishedAt)
 		}
+	}
+	t.Run("deleting the experiment leaves its results on the claim's volume", func(t *testing.T) { retained(t, ar) })
+}
+
+// retained deletes the finished experiment ar and checks that its
+// workspace claim stays (reclaimPolicy Retain, the default), owned by
+// nothing, and that the volume behind it holds the experiment's branch at
+// the ledger commit its status recorded.
+func retained(t *testing.T, ar *v1alpha1.AutoResearch) {
+	t.Helper()
+	// The ledger's commit comes after the last round's verdict.
+	eventually(t, "the ledger commit", 2*time.Minute, func() bool {
+		ar = experimentNamed(t, ar.Name)
+		return ar.Status.LedgerCommit != ""
+	})
+	if ar.Status.Workspace == nil || ar.Status.Workspace.ClaimName == "" {
+		t.Fatalf("the status names no claim: %+v", ar.Status.Workspace)
+	}
+	claim := ar.Status.Workspace.ClaimName
+	kubectl(t, "", "delete", "autoresearch", ar.Name, "-n", ns, "--wait=true", "--timeout=120s")
+	var pvc corev1.PersistentVolumeClaim
+	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "pvc", claim, "-n", ns, "-o", "json")), &pvc); err != nil {
+		t.Fatal(err)
+	}
+	if len(pvc.OwnerReferences) != 0 {
+		t.Errorf("the retained claim %s is owned by %+v", claim, pvc.OwnerReferences)
+	}
+	dir := strings.TrimSpace(kubectl(t, "", "get", "pv", pvc.Spec.VolumeName, "-o", "jsonpath={.spec.hostPath.path}"))
+	// The volume's files are the step pods' user's, not the test's.
+	branch := gittest.Git(t, filepath.Join(dir, "source"), "-c", "safe.directory=*", "rev-parse", "refs/heads/autoresearch/"+ar.Name)
+	if branch != ar.Status.LedgerCommit {
+		t.Errorf("the retained volume's branch autoresearch/%s is at %s, want the ledger commit %s", ar.Name, branch, ar.Status.LedgerCommit)
 	}
 }
 
