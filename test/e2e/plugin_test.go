@@ -54,6 +54,19 @@ func (p plugin) run(dir string, args ...string) string {
 	return out
 }
 
+// pluginToy is pipelineToy whose round 1 improves and round 2 does not.
+var pluginToy = map[string]string{
+	".gitignore": pipelineToy[".gitignore"],
+	"train.sh":   pipelineToy["train.sh"],
+	"eval.sh":    pipelineToy["eval.sh"],
+	"plan.yaml": `rounds:
+  - strategy: "raise SCORE to 20"
+    edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=20"}]
+  - strategy: "lower SCORE to 5"
+    edits: [{file: train.sh, old: "SCORE=20", new: "SCORE=5"}]
+`,
+}
+
 // TestKubectlPlugin runs a two-round experiment and works with it through
 // the kubectl plugin alone: a note and a suspension while it runs, then
 // its status, the step logs, the report, the bundle and the candidates'
@@ -66,11 +79,9 @@ func TestKubectlPlugin(t *testing.T) {
 	// round starts.
 	p := buildPlugin(t)
 	install(t)
-	m := &manager{t: t}
-	m.start()
+	m := startManager(t)
 	defer m.stop()
-	repo := sourceRepo(t, "tiny-lm-go")
-	kubectl(t, manifestFor(n, repo, 2, 0), "apply", "-f", "-")
+	kubectl(t, toyManifest(n, clusterSource(t, n, pluginToy), 2), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 	work := t.TempDir()
 
@@ -134,10 +145,10 @@ func pluginStatus(t *testing.T, p plugin, work string, ar *v1alpha1.AutoResearch
 }
 
 func pluginLogs(t *testing.T, p plugin, work, n string) {
-	if out := p.run(work, "logs", n, "--round", "1", "--step", "train"); !strings.Contains(out, "trained ") || !strings.Contains(out, "loss=") {
+	if out := p.run(work, "logs", n, "--round", "1", "--step", "train"); !strings.Contains(out, "step 1 loss=0.5") {
 		t.Errorf("round 1's training log:\n%s", out)
 	}
-	if out := p.run(work, "logs", n, "--round", "1", "--step", "eval"); !strings.Contains(out, "val_bpb: ") {
+	if out := p.run(work, "logs", n, "--round", "1", "--step", "eval"); !strings.Contains(out, "score: 20") {
 		t.Errorf("round 1's evaluation log:\n%s", out)
 	}
 	if out, errOut, err := p.try(work, "logs", n, "--round", "2", "--step", "researcher"); err != nil || !strings.Contains(errOut, "its pod") {
@@ -167,7 +178,7 @@ func pluginReport(t *testing.T, p plugin, work, n string) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
-	if len(r.Rounds) != 3 || r.Rounds[1].Verdict != string(v1alpha1.VerdictImproved) || !strings.Contains(r.Rounds[1].Diff, "learningRate = 0.5") {
+	if len(r.Rounds) != 3 || r.Rounds[1].Verdict != string(v1alpha1.VerdictImproved) || !strings.Contains(r.Rounds[1].Diff, "+SCORE=20") {
 		t.Errorf("results.json rounds %+v, want the baseline and two rounds, round 1 kept with its diff", r.Rounds)
 	}
 }
@@ -195,11 +206,11 @@ func pluginExport(t *testing.T, p plugin, work string, ar *v1alpha1.AutoResearch
 }
 
 func pluginDiff(t *testing.T, p plugin, work, n string) {
-	if out := p.run(work, "diff", n, "--round", "1"); !strings.Contains(out, "+\tlearningRate = 0.5") {
+	if out := p.run(work, "diff", n, "--round", "1"); !strings.Contains(out, "+SCORE=20") {
 		t.Errorf("round 1's diff:\n%s", out)
 	}
 	// Round 2 was rolled back; its candidate is kept all the same.
-	if out := p.run(work, "diff", n, "--round", "2"); !strings.Contains(out, "learningRate = 2.0") {
+	if out := p.run(work, "diff", n, "--round", "2"); !strings.Contains(out, "+SCORE=5") {
 		t.Errorf("round 2's diff:\n%s", out)
 	}
 }
