@@ -10,8 +10,8 @@ import (
 )
 
 // HTTPRemote is an empty bare repository served over git's smart HTTP
-// protocol by git http-backend, on 127.0.0.1 or the address given, to clients that give a token
-// as their basic-auth password.
+// protocol by git http-backend, on 127.0.0.1 or the address given, to
+// clients that give a token as their basic-auth password.
 type HTTPRemote struct {
 	// URL is the repository's.
 	URL string

@@ -196,9 +196,9 @@ var pipelineToy = map[string]string{
 `,
 }
 
-// toyManifest is experiment n of maxRounds rounds on a toy of
-// candidatesToy's and pipelineToy's kind, cloned from url: train.sh is the variable file,
-// eval.sh prints the score, and plan.yaml plays the Researcher.
+// toyManifest is experiment n of maxRounds rounds on a shell toy cloned
+// from url, as candidatesToy is: train.sh, the variable file, writes
+// out.txt, eval.sh prints its score, and plan.yaml plays the Researcher.
 func toyManifest(n, url string, maxRounds int) string {
 	return fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch

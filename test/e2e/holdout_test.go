@@ -83,40 +83,14 @@ data:
 	defer kubectl(t, "", "delete", "configmap", "holdout-q9-files", "-n", ns)
 	// The workspace claim outlives the experiment (reclaimPolicy Retain).
 	defer kubectl(t, "", "delete", "pvc", n+"-workspace", "-n", ns, "--ignore-not-found")
-	kubectl(t, fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata: {name: %s, namespace: %s}
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 3
-  baseline: {runs: 1}
-  source:
-    git: {url: "%s", ref: main}
-  workspace: {size: 1Gi}
-  fixed:
-    files: [eval.sh, plan.yaml]
-    timeLimit: 60s
-  variable:
-    files: [train.sh]
-  train:
-    command: "./train.sh"
-    outputs: [out.txt]
-    gpus: 1
-  eval:
-    metric: score
-    direction: maximize
-    command: "./eval.sh"
-  holdout:
+	kubectl(t, toyManifest(n, url, 3)+fmt.Sprintf(`  holdout:
     command: 'sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"'
     metric: holdout_score
     tolerance: "0.5"
     dir: %s
     volume:
       configMap: {name: holdout-q9-files}
-  researcher:
-    command: "autoresearch researcher scripted --plan plan.yaml"
-    timeout: 60s
-`, n, ns, url, hidden), "apply", "-f", "-")
+`, hidden), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 
 	// Every pod of the experiment, as it was made: finished rounds' pods
