@@ -173,7 +173,11 @@ func (p *Provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 	notify := p.notify
 	p.mu.Unlock()
 	notify(final)
-	return nil
+	// The pod's own volumes go with it, as the kubelet removes a deleted
+	// pod's emptyDirs: every step pod holds a copy of the step wrapper,
+	// tens of megabytes, and a long run makes thousands of pods. Its logs
+	// and termination messages stay for whoever reads them later.
+	return os.RemoveAll(filepath.Join(p.podDir(final), "volumes"))
 }
 
 // GetPod returns the pod as the provider runs it.

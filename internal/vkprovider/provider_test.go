@@ -1,12 +1,17 @@
 package vkprovider
 
 import (
+	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestTerminationMessage(t *testing.T) {
@@ -73,5 +78,42 @@ func TestConfigureNodeAdvertisesTheKubeletAPI(t *testing.T) {
 		if a := n.Status.Addresses; len(a) == 0 || a[0].Type != corev1.NodeInternalIP || a[0].Address != "127.0.0.1" {
 			t.Errorf("addresses %v, want the InternalIP 127.0.0.1 first", a)
 		}
+	}
+}
+
+func TestADeletedPodLeavesNoVolumes(t *testing.T) {
+	state := t.TempDir()
+	p := New(Config{StateDir: state})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "step", UID: "uid-1"},
+		Spec:       corev1.PodSpec{Volumes: []corev1.Volume{{Name: "tools", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
+	}
+	ctx := context.Background()
+	if err := p.CreatePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		s, err := p.GetPodStatus(ctx, "ns", "step")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Phase == corev1.PodSucceeded {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	volumes := filepath.Join(state, "pods", "uid-1", "volumes")
+	// What a container left in its emptyDir, as the step wrapper is.
+	if err := os.WriteFile(filepath.Join(volumes, "tools", "autoresearch"), make([]byte, 1<<20), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeletePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(volumes); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the deleted pod's volumes are still there: %v", err)
+	}
+	if _, err := p.GetPod(ctx, "ns", "step"); err == nil {
+		t.Error("the provider still knows the deleted pod")
 	}
 }
