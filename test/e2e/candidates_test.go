@@ -231,7 +231,8 @@ spec:
 
 // TestPipelineOnCluster runs spec.pipeline through kubectl: each round's
 // Researcher pod runs while the round before trains, and is carried onto
-// the best that round commits.
+// the best that round commits. Deleted, the experiment leaves its results
+// on its claim's volume.
 func TestPipelineOnCluster(t *testing.T) {
 	const n = "pipeline"
 	install(t)
