@@ -22,7 +22,8 @@
 #      cached under $IMAGE_DIR (remove .rootfs-* and layers/ to rebuild).
 #   2. /manager and /autoresearch: static (CGO_ENABLED=0), -trimpath,
 #      stamped with $VERSION (internal/version).
-# The Go image is layer 1 and $(go env GOROOT) as /usr/local/go. The torch
+# The Go image is layer 1, $(go env GOROOT) as /usr/local/go and a build
+# cache (GOCACHE) that holds the standard library compiled. The torch
 # image is one layer: layer 1's packages and user, built apart, with
 # python3, python3-torch and python3-numpy besides; built once, as root,
 # and cached as layer 1 is (remove .rootfs-*-torch* to rebuild). pause is build/pause/linux/pause.c of k8s.io/kubernetes, compiled
@@ -175,6 +176,28 @@ go_layer() {
   store "$work/go.tar" | tee "$IMAGE_DIR/$goversion.digest"
 }
 
+# go_cache_layer prints the digest of a layer holding the Go image's build
+# cache, /var/cache/go-build, owned by nonroot: the standard library
+# compiled as the image compiles (CGO_ENABLED=0), so that a step's `go run`
+# compiles only the step's own packages. Built once per Go version; the
+# cache's entries hold the time they were made, so a rebuild differs.
+go_cache_layer() {
+  local goversion dir=$work/gocache
+  goversion=$(go env GOVERSION)
+  if [ -f "$IMAGE_DIR/$goversion-cache.digest" ] && [ -f "$IMAGE_DIR/layers/$(cat "$IMAGE_DIR/$goversion-cache.digest").tar" ]; then
+    cat "$IMAGE_DIR/$goversion-cache.digest"
+    return
+  fi
+  mkdir -p "$dir"
+  (cd "$root" && GOCACHE="$dir/go-build" GOFLAGS= GOTOOLCHAIN=local CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build std)
+  # When the cache was last trimmed: a container's first go command trims
+  # it, in its own copy.
+  rm -f "$dir/go-build/trim.txt"
+  # Only go-build and what it holds: /var and /var/cache stay layer 1's.
+  tarball "$dir" "$work/gocache.tar" --owner=65532 --group=65532 --transform='s,^,var/cache/,'
+  store "$work/gocache.tar" | tee "$IMAGE_DIR/$goversion-cache.digest"
+}
+
 # archive OUT REF CONFIG LAYER...: writes the docker-archive OUT of the
 # image REF with the config JSON CONFIG (without rootfs) and the layers.
 archive() {
@@ -222,8 +245,8 @@ for image in "${@:-operator}"; do
     go)
       # GOTOOLCHAIN=local: the image cannot download another toolchain.
       archive "$IMAGE_DIR/autoresearch-examples-go-$VERSION.tar" "$GO_IMG_REPO:$VERSION" \
-        "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/go/bin:$path\",\"HOME=/home/nonroot\",\"GOTOOLCHAIN=local\",\"CGO_ENABLED=0\"],\"Cmd\":[\"/bin/sh\"],\"WorkingDir\":\"/\"}}" \
-        "$(base_layer)" "$(go_layer)"
+        "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/go/bin:$path\",\"HOME=/home/nonroot\",\"GOTOOLCHAIN=local\",\"CGO_ENABLED=0\",\"GOCACHE=/var/cache/go-build\"],\"Cmd\":[\"/bin/sh\"],\"WorkingDir\":\"/\"}}" \
+        "$(base_layer)" "$(go_layer)" "$(go_cache_layer)"
       ;;
     torch)
       archive "$IMAGE_DIR/autoresearch-examples-torch-$VERSION.tar" "$TORCH_IMG_REPO:$VERSION" \

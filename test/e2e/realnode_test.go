@@ -171,7 +171,7 @@ func hostProcess(t *testing.T, args ...string) bool {
 	return false
 }
 
-// probes are the "probe key=value" lines the Researcher printed.
+// probes are the "probe key=value" lines a step printed.
 func probes(log string) map[string]string {
 	found := map[string]string{}
 	sc := bufio.NewScanner(strings.NewReader(log))
@@ -199,7 +199,9 @@ func TestRealNode(t *testing.T) {
 	// Training asks for two GPUs and says which it got.
 	const (
 		trainGPUs = 2
-		train     = `echo "probe visible-devices=$NVIDIA_VISIBLE_DEVICES" && go run ./prepare && go run ./train`
+		// Before anything is built: whether the image's build cache holds
+		// the standard library compiled.
+		train = `echo "probe visible-devices=$NVIDIA_VISIBLE_DEVICES" && echo "probe std-stale=$(go list -f '{{.Stale}}' fmt)" && go run ./prepare && go run ./train`
 	)
 	if have := nodeGPUs(t, realNode); have < trainGPUs {
 		t.Fatalf("%s has %d nvidia.com/gpu, want at least %d: E2E_GPUS=%d make e2e-real", realNode, have, trainGPUs, trainGPUs)
@@ -226,8 +228,7 @@ autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(
 	applyExperiment(t, n, url, map[string]any{
 		"researchQuestion": "How low can bits per byte go?",
 		"maxRounds":        1,
-		// The Go toolchain compiles the standard library afresh in every
-		// pod: time for that.
+		// go run compiles the example's packages in every pod.
 		"fixed":      map[string]any{"files": []string{"prepare/main.go", "lm/lm.go", "eval/main.go", "scripted-researcher.yaml"}, "timeLimit": "3m"},
 		"variable":   map[string]any{"files": []string{"train/main.go"}},
 		"train":      map[string]any{"image": goImage, "command": train, "outputs": []string{"ckpt"}, "gpus": trainGPUs},
@@ -291,6 +292,19 @@ autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(
 
 	t.Run("training got the GPUs it asked for from the kubelet", func(t *testing.T) {
 		trainingDevices(t, sel, trainGPUs)
+	})
+
+	t.Run("training found the standard library compiled in the Go image", func(t *testing.T) {
+		names := strings.Fields(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel+",autoresearch.dev/step=train", "-o", "jsonpath={.items[*].metadata.name}"))
+		if len(names) == 0 {
+			t.Fatal("no training pod is left to check")
+		}
+		for _, name := range names {
+			log := kubectl(t, "", "logs", name, "-n", ns, "-c", "train")
+			if got := probes(log)["std-stale"]; got != "false" {
+				t.Errorf("training pod %s: fmt stale = %q, want false (GOCACHE of hack/image.sh go):\n%s", name, got, log)
+			}
+		}
 	})
 
 	t.Run("the operator's pods ran its image on the real node", func(t *testing.T) {
