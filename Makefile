@@ -284,9 +284,13 @@ bench-parallel: ## Benchmark K = 1, 4, 8 candidates with and without spec.pipeli
 	hack/e2e/cluster.sh up || { hack/e2e/cluster.sh down; exit 1; }
 	BENCH_PARALLEL=1 go test -tags e2e -count=1 -v -timeout 90m -run '^TestBenchParallel$$' ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
+# dev-cluster's node: the real one where the machine allows, as the
+# environment's E2E_NODE (real or process) may choose instead.
+DEV_NODE = $(or $(E2E_NODE),$(if $(E2E_REAL_OK),real,process))
+
 .PHONY: dev-cluster
-dev-cluster: ## Start the local control plane and process-kubelet node and leave them running (KUBECONFIG=bin/e2e/kubeconfig).
-	hack/e2e/cluster.sh up
+dev-cluster: ## Start the local control plane and a node and leave them running (KUBECONFIG=bin/e2e/kubeconfig): the real node (operator and Go images) where the machine allows, else the process-kubelet node; E2E_NODE=process or real chooses.
+	E2E_NODE=$(DEV_NODE) hack/e2e/cluster.sh up
 
 .PHONY: dev-cluster-down
 dev-cluster-down: ## Stop what dev-cluster started.
