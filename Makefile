@@ -67,7 +67,7 @@ E2E_REAL_OK = $(shell [ "$$(id -u)" = 0 ] && grep -qw overlay /proc/filesystems 
 E2E_REAL_IMAGES = operator go torch
 # What make e2e-real runs: the tests only a real node can run, and those of
 # the broad suite that run on either node (clusterSource, startManager).
-E2E_REAL_TESTS = TestRealNode.*|TestControlPlaneVersion|TestCandidatesOnCluster|TestPipelineOnCluster|TestOutputGitPushesToARemote|TestQuotaAdmitsEveryStep|TestABudgetStopsTheLoopAndRaisingItResumes|TestADatasetReachesTraining|TestHoldoutOnCluster|TestKubectlPlugin
+E2E_REAL_TESTS = TestRealNode.*|TestControlPlaneVersion|TestExperimentOnCluster|TestCandidatesOnCluster|TestPipelineOnCluster|TestOutputGitPushesToARemote|TestQuotaAdmitsEveryStep|TestABudgetStopsTheLoopAndRaisingItResumes|TestADatasetReachesTraining|TestHoldoutOnCluster|TestKubectlPlugin
 E2E_BUILD_LOG = $(LOCALBIN)/e2e-build.log
 # go test starts packages in the order it is given them: the slowest first,
 # so that none of them starts last.

@@ -253,17 +253,17 @@ func sourceRepo(t *testing.T, example string) string {
 	return dir
 }
 
-func manifest(repo string, maxRounds int) string {
-	return manifestFor(name, repo, maxRounds, 0)
-}
-
-// manifestFor is the tiny-lm-go experiment n; a pause makes the Researcher
-// and training wait that long before their work, and gives training the
-// time.
-func manifestFor(n, repo string, maxRounds int, pause time.Duration) string {
-	wait := ""
+// manifestFor is the tiny-lm-go experiment n cloned from url; a pause
+// makes the Researcher and training wait that long before their work, and
+// gives training the time. Training and evaluation run in goImage, unless
+// it is empty: the process node's pods run this machine's Go.
+func manifestFor(n, url string, maxRounds int, pause time.Duration, goImage string) string {
+	wait, image := "", ""
 	if pause > 0 {
 		wait = fmt.Sprintf("sleep %d && ", int(pause.Seconds()))
+	}
+	if goImage != "" {
+		image = "\n    image: " + goImage
 	}
 	return fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
@@ -273,7 +273,7 @@ spec:
   maxRounds: %d
   baseline: {runs: 1}
   source:
-    git: {url: "file://%s", ref: main}
+    git: {url: "%s", ref: main}
   workspace: {size: 1Gi}
   fixed:
     files: [prepare/main.go, lm/lm.go, eval/main.go, scripted-researcher.yaml]
@@ -284,15 +284,15 @@ spec:
   train:
     command: "%sgo run ./prepare && go run ./train"
     outputs: [ckpt]
-    gpus: 1
+    gpus: 1%s
   eval:
     metric: val_bpb
     direction: minimize
-    command: "go run ./prepare && go run ./eval"
+    command: "go run ./prepare && go run ./eval"%s
   researcher:
     command: "%sautoresearch researcher scripted --plan scripted-researcher.yaml"
     timeout: %s
-`, n, ns, maxRounds, repo, 30*time.Second+pause, wait, wait, 60*time.Second+pause)
+`, n, ns, maxRounds, url, 30*time.Second+pause, wait, image, image, wait, 60*time.Second+pause)
 }
 
 // watcher records, once a second, what kubectl shows: the experiment's
@@ -426,15 +426,20 @@ func TestControlPlaneVersion(t *testing.T) {
 	}
 }
 
+// TestExperimentOnCluster runs tiny-lm-go on either node: on the real
+// node, training and evaluation run in the Go image and every other step
+// in the operator's.
 func TestExperimentOnCluster(t *testing.T) {
 	install(t)
-	m := &manager{t: t}
-	m.start()
+	m := startManager(t)
 	defer m.stop()
-	repo := sourceRepo(t, "tiny-lm-go")
+	url, goImage := "file://"+sourceRepo(t, "tiny-lm-go"), ""
+	if onRealNode() {
+		url, goImage = serveOnRealNode(t, ns, name, sourceRepo(t, "tiny-lm-go")), realNodeImage(t, "go")
+	}
 	w := watch()
 	start := time.Now()
-	kubectl(t, manifest(repo, 2), "apply", "-f", "-")
+	kubectl(t, manifestFor(name, url, 2, 0, goImage), "apply", "-f", "-")
 
 	// The manager dies in the middle of round 1's training and comes back.
 	eventually(t, "round 1 training", 10*time.Minute, func() bool {
@@ -690,7 +695,7 @@ func TestDisruptionIsRetried(t *testing.T) {
 	repo := sourceRepo(t, "tiny-lm-go")
 	// The Researcher and training wait 20s before their work: time to
 	// take their pods away while they run.
-	kubectl(t, manifestFor(n, repo, 1, 20*time.Second), "apply", "-f", "-")
+	kubectl(t, manifestFor(n, "file://"+repo, 1, 20*time.Second, ""), "apply", "-f", "-")
 	defer kubectl(t, "", "delete", "autoresearch", n, "-n", ns, "--wait=true", "--timeout=120s")
 	sel := "autoresearch.dev/experiment=" + n
 
