@@ -52,7 +52,12 @@ vet: ## Run go vet.
 	cd examples/tiny-lm-go && go vet ./...
 
 .PHONY: lint
-lint: manifests generate vet golangci-lint ## Check formatting, vet, golangci-lint (.golangci.yml) and that generated files are committed.
+lint: manifests generate lint-checks ## Check formatting, vet, golangci-lint (.golangci.yml) and that generated files are committed.
+
+# lint-checks is lint less generating: it only reads the tree, so that a
+# build may run beside it (make test).
+.PHONY: lint-checks
+lint-checks: vet golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GOLANGCI_LINT) run ./...
 	@git diff --exit-code -- config api charts || (echo "generated files are out of date: run make manifests generate and commit"; exit 1)
@@ -73,22 +78,30 @@ E2E_BUILD_LOG = $(LOCALBIN)/e2e-build.log
 # so that none of them starts last.
 SLOW_TEST_PACKAGES = ./test/tamper ./internal/runner ./internal/parity ./controllers ./internal/agent
 
-# make test builds the end-to-end clusters while the unit tests run, in a
-# session of its own (a process group to stop on an interrupt), which the
-# kernel schedules as one group beside make's (autogroup): the group's nice
-# value, not only its processes', yields the CPU to the tests.
+# make test builds the end-to-end clusters while lint and the unit tests
+# run, once the generated files are written and apt has installed the
+# tests' packages (the build may run apt too): its downloads (modules,
+# Debian's packages) wait on the network, not the CPU. The build runs in a
+# session of its own (a
+# process group to stop on an interrupt), which the kernel schedules as one
+# group beside make's (autogroup): the group's nice value, not only its
+# processes', yields the CPU to the tests.
 .PHONY: test
-test: lint test-deps build helm-lint ## Run every test (installs what they need first).
+test: ## Run every test (installs what they need first).
+	@$(MAKE) --no-print-directory manifests generate test-deps
 	@set -u; build=; \
 	if [ -n "$(E2E_OK)$(E2E_REAL_OK)" ]; then \
-		echo "make test: building the end-to-end clusters while the unit tests run, at nice 19 (log: $(E2E_BUILD_LOG))"; \
+		echo "make test: building the end-to-end clusters while lint and the unit tests run, at nice 19 (log: $(E2E_BUILD_LOG))"; \
+		mkdir -p $(LOCALBIN); \
 		E2E_NODE=$(if $(E2E_REAL_OK),real,process) NODE_IMAGES="$(E2E_REAL_IMAGES)" \
 			setsid sh -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null; exec nice -n 19 hack/e2e/cluster.sh build' \
 			>$(E2E_BUILD_LOG) 2>&1 & build=$$!; \
 		trap 'kill -- -$$build 2>/dev/null' EXIT; trap 'exit 130' INT TERM HUP; \
 	fi; \
+	$(MAKE) --no-print-directory lint-checks build helm-lint && \
 	assets=$$(hack/envtest.sh) && KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) $(SLOW_TEST_PACKAGES) ./... && \
 		(cd examples/tiny-lm-go && go test $(GO_TEST_FLAGS) ./...); rc=$$?; \
+	[ $$rc = 0 ] || exit $$rc; \
 	if [ -n "$$build" ] && ! wait $$build; then \
 		echo "make test: building the end-to-end clusters failed; the end of $(E2E_BUILD_LOG):"; tail -n 40 $(E2E_BUILD_LOG); exit 1; \
 	fi; \
