@@ -82,10 +82,9 @@ SLOW_TEST_PACKAGES = ./test/tamper ./internal/runner ./internal/parity ./control
 # run, once the generated files are written and apt has installed the
 # tests' packages (the build may run apt too): its downloads (modules,
 # Debian's packages) wait on the network, not the CPU. The build runs in a
-# session of its own (a
-# process group to stop on an interrupt), which the kernel schedules as one
-# group beside make's (autogroup): the group's nice value, not only its
-# processes', yields the CPU to the tests.
+# session of its own (a process group to stop on an interrupt), which the
+# kernel schedules as one group beside make's (autogroup): the group's nice
+# value, not only its processes', yields the CPU to the tests.
 .PHONY: test
 test: ## Run every test (installs what they need first).
 	@$(MAKE) --no-print-directory manifests generate test-deps
