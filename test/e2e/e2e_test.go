@@ -433,9 +433,10 @@ func TestExperimentOnCluster(t *testing.T) {
 	install(t)
 	m := startManager(t)
 	defer m.stop()
-	url, goImage := "file://"+sourceRepo(t, "tiny-lm-go"), ""
+	repo := sourceRepo(t, "tiny-lm-go")
+	url, goImage := "file://"+repo, ""
 	if onRealNode() {
-		url, goImage = serveOnRealNode(t, ns, name, sourceRepo(t, "tiny-lm-go")), realNodeImage(t, "go")
+		url, goImage = serveOnRealNode(t, ns, name, repo), realNodeImage(t, "go")
 	}
 	w := watch()
 	start := time.Now()

@@ -295,14 +295,9 @@ autoresearch researcher scripted --plan scripted-researcher.yaml`, strings.Join(
 	})
 
 	t.Run("training found the standard library compiled in the Go image", func(t *testing.T) {
-		names := strings.Fields(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel+",autoresearch.dev/step=train", "-o", "jsonpath={.items[*].metadata.name}"))
-		if len(names) == 0 {
-			t.Fatal("no training pod is left to check")
-		}
-		for _, name := range names {
-			log := kubectl(t, "", "logs", name, "-n", ns, "-c", "train")
-			if got := probes(log)["std-stale"]; got != "false" {
-				t.Errorf("training pod %s: fmt stale = %q, want false (GOCACHE of hack/image.sh go):\n%s", name, got, log)
+		for name, p := range trainingProbes(t, sel) {
+			if got := p["std-stale"]; got != "false" {
+				t.Errorf("training pod %s: fmt stale = %q, want false (GOCACHE of hack/image.sh go)", name, got)
 			}
 		}
 	})
@@ -587,21 +582,29 @@ func finished(t *testing.T, n string, timeout time.Duration) *v1alpha1.AutoResea
 	return ar
 }
 
+// trainingProbes are the probes each training pod of the experiment the
+// label selector sel finds printed, by pod name.
+func trainingProbes(t *testing.T, sel string) map[string]map[string]string {
+	t.Helper()
+	names := strings.Fields(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel+",autoresearch.dev/step=train", "-o", "jsonpath={.items[*].metadata.name}"))
+	if len(names) == 0 {
+		t.Fatal("no training pod is left to check")
+	}
+	found := map[string]map[string]string{}
+	for _, name := range names {
+		found[name] = probes(kubectl(t, "", "logs", name, "-n", ns, "-c", "train"))
+	}
+	return found
+}
+
 // trainingDevices checks that each training pod of the experiment the
 // label selector sel finds printed gpus distinct devices of the real node.
 func trainingDevices(t *testing.T, sel string, gpus int) {
 	t.Helper()
-	var list corev1.PodList
-	if err := json.Unmarshal([]byte(kubectl(t, "", "get", "pods", "-n", ns, "-l", sel+",autoresearch.dev/step=train", "-o", "json")), &list); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) == 0 {
-		t.Fatal("no training pod is left to check")
-	}
-	for _, p := range list.Items {
-		got := visibleDevices(probes(kubectl(t, "", "logs", p.Name, "-n", ns, "-c", "train"))["visible-devices"])
+	for name, p := range trainingProbes(t, sel) {
+		got := visibleDevices(p["visible-devices"])
 		if err := distinctDevices(got, gpus, nodeGPUs(t, realNode)); err != nil {
-			t.Errorf("training pod %s: NVIDIA_VISIBLE_DEVICES %q: %v", p.Name, got, err)
+			t.Errorf("training pod %s: NVIDIA_VISIBLE_DEVICES %q: %v", name, got, err)
 		}
 	}
 }
