@@ -109,14 +109,17 @@ debootstrap_rootfs() {
   touch "$rootfs.done"
 }
 
+# cached DIGEST_FILE prints the digest DIGEST_FILE holds, if there is one
+# and its layer is in layers/; it fails otherwise.
+cached() {
+  [ -f "$1" ] && [ -f "$IMAGE_DIR/layers/$(cat "$1").tar" ] && cat "$1"
+}
+
 # base_layer prints the digest of the Debian layer, building it once.
 base_layer() {
   # A dot keeps the go tool (./...) out of its Go files.
   local rootfs=$IMAGE_DIR/.rootfs-$DEBIAN_SUITE digest
-  if [ -f "$rootfs.digest" ] && [ -f "$IMAGE_DIR/layers/$(cat "$rootfs.digest").tar" ]; then
-    cat "$rootfs.digest"
-    return
-  fi
+  cached "$rootfs.digest" && return
   [ -f "$rootfs.done" ] || debootstrap_rootfs "$rootfs"
   # An image's /dev, /proc and /sys are the runtime's: their mount points
   # stay, empty.
@@ -131,10 +134,7 @@ base_layer() {
 # once.
 torch_layer() {
   local rootfs=$IMAGE_DIR/.rootfs-$DEBIAN_SUITE-torch digest
-  if [ -f "$rootfs.digest" ] && [ -f "$IMAGE_DIR/layers/$(cat "$rootfs.digest").tar" ]; then
-    cat "$rootfs.digest"
-    return
-  fi
+  cached "$rootfs.digest" && return
   # shellcheck disable=SC2086 # TORCH_PACKAGES is a list.
   [ -f "$rootfs.done" ] || debootstrap_rootfs "$rootfs" $TORCH_PACKAGES
   tarball "$rootfs" "$work/torch.tar" --exclude='dev/*' --exclude='proc/*' --exclude='sys/*' \
@@ -163,10 +163,7 @@ go_layer() {
   local goroot goversion
   goroot=$(go env GOROOT)
   goversion=$(go env GOVERSION)
-  if [ -f "$IMAGE_DIR/$goversion.digest" ] && [ -f "$IMAGE_DIR/layers/$(cat "$IMAGE_DIR/$goversion.digest").tar" ]; then
-    cat "$IMAGE_DIR/$goversion.digest"
-    return
-  fi
+  cached "$IMAGE_DIR/$goversion.digest" && return
   mkdir -p "$work/go/usr/local"
   cp -a "$goroot" "$work/go/usr/local/go"
   rm -rf "$work/go/usr/local/go/"{test,doc,api,misc,.git}
@@ -184,10 +181,7 @@ go_layer() {
 go_cache_layer() {
   local goversion dir=$work/gocache
   goversion=$(go env GOVERSION)
-  if [ -f "$IMAGE_DIR/$goversion-cache.digest" ] && [ -f "$IMAGE_DIR/layers/$(cat "$IMAGE_DIR/$goversion-cache.digest").tar" ]; then
-    cat "$IMAGE_DIR/$goversion-cache.digest"
-    return
-  fi
+  cached "$IMAGE_DIR/$goversion-cache.digest" && return
   mkdir -p "$dir"
   (cd "$root" && GOCACHE="$dir/go-build" GOFLAGS= GOTOOLCHAIN=local CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH go build std)
   # When the cache was last trimmed: a container's first go command trims
