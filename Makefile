@@ -273,7 +273,7 @@ $(HELM):
 
 .PHONY: e2e
 e2e: ## Run the operator on a local control plane with a process-kubelet node, checked through kubectl (test/e2e).
-	hack/e2e/cluster.sh up
+	hack/e2e/cluster.sh up || { hack/e2e/cluster.sh down; exit 1; }
 	go test -tags e2e -count=1 -v -parallel 2 -timeout 60m ./test/e2e/... ; rc=$$?; hack/e2e/cluster.sh down; exit $$rc
 
 .PHONY: e2e-real

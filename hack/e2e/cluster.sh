@@ -74,24 +74,25 @@ users:
 KC
 }
 
+# pki makes the keys and tokens once, and writes the kubeconfigs every
+# time: they name the certificate by its path, which changes when the
+# checkout moves.
 pki() {
   local d=$E2E_DIR/pki
-  [ -f "$d/tokens.csv" ] && return
-  mkdir -p "$d"
-  openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
-  openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
-  openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj /CN=127.0.0.1 \
-    -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
-    -keyout "$d/apiserver.key" -out "$d/apiserver.crt" 2>/dev/null
-  local admin operator
-  admin=$(openssl rand -hex 16)
-  operator=$(openssl rand -hex 16)
-  {
-    echo "$admin,admin,admin,system:masters"
-    echo "$operator,system:serviceaccount:$OPERATOR_NS:$OPERATOR_SA,operator,system:serviceaccounts"
-  } >"$d/tokens.csv"
-  write_kubeconfig "$E2E_DIR/kubeconfig" admin "$admin"
-  write_kubeconfig "$E2E_DIR/operator.kubeconfig" operator "$operator"
+  if [ ! -f "$d/tokens.csv" ]; then
+    mkdir -p "$d"
+    openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
+    openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj /CN=127.0.0.1 \
+      -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+      -keyout "$d/apiserver.key" -out "$d/apiserver.crt" 2>/dev/null
+    {
+      echo "$(openssl rand -hex 16),admin,admin,system:masters"
+      echo "$(openssl rand -hex 16),system:serviceaccount:$OPERATOR_NS:$OPERATOR_SA,operator,system:serviceaccounts"
+    } >"$d/tokens.csv"
+  fi
+  write_kubeconfig "$E2E_DIR/kubeconfig" admin "$(sed -n 1s/,.*//p "$d/tokens.csv")"
+  write_kubeconfig "$E2E_DIR/operator.kubeconfig" operator "$(sed -n 2s/,.*//p "$d/tokens.csv")"
 }
 
 up() {
