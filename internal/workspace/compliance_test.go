@@ -261,6 +261,10 @@ func TestComplianceAndRollback(t *testing.T) {
 			}
 
 			w.Caches = []string{"data"}
+			// A repository of the Researcher's own, which git clean skips
+			// unless told twice.
+			gitT(t, w.Dir, "init", "-q", "nested")
+			writeFiles(t, w.Dir, map[string]string{"nested/left.txt": "x\n"})
 			if err := w.Rollback(ctx, base); err != nil {
 				t.Fatalf("Rollback: %v", err)
 			}
@@ -272,8 +276,10 @@ func TestComplianceAndRollback(t *testing.T) {
 					t.Errorf("%s = %q after rollback, want it kept", rel, got)
 				}
 			}
-			if _, err := os.Stat(inDir(w, "model.ckpt")); !os.IsNotExist(err) {
-				t.Errorf("the ignored model.ckpt survived the rollback: %v", err)
+			for _, rel := range []string{"model.ckpt", "nested"} {
+				if _, err := os.Stat(inDir(w, rel)); !os.IsNotExist(err) {
+					t.Errorf("%s survived the rollback: %v", rel, err)
+				}
 			}
 			if got := readFile(t, w.ExperiencesPath()); got != ledger {
 				t.Errorf("experiences.md after rollback:\n%s\nwant the working-tree content:\n%s", got, ledger)

@@ -315,7 +315,8 @@ func (w *Workspace) Rollback(ctx context.Context, base string) error {
 	if err := w.clearInterruptedGitState(ctx); err != nil {
 		return err
 	}
-	clean := []string{"clean", "-f", "-d", "-x", "--exclude=/" + w.repoPath(stateDirName) + "/"}
+	// -f twice: a repository the Researcher made is removed too.
+	clean := []string{"clean", "-f", "-f", "-d", "-x", "--exclude=/" + w.repoPath(stateDirName) + "/"}
 	for _, c := range w.Caches {
 		clean = append(clean, "--exclude=/"+w.repoPath(c))
 	}
