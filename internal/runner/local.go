@@ -89,6 +89,9 @@ type Local struct {
 	// toolEnv is the tool environment of training and evaluation, fixed
 	// when the run starts.
 	toolEnv []string
+	// toolchains are the toolchain files above the steps' checkouts when
+	// the run started (toolchainFilesAbove).
+	toolchains map[string]string
 	// path is the PATH of every step (stepPath), fixed when the run
 	// starts.
 	path []string
@@ -139,6 +142,7 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
 	l.home = researcherHome(x, opts)
 	l.path = stepPath(ReadOnlyMounts(), l.home)
+	l.toolEnv = append(l.toolEnv, versionPins(ctx, l.path, filepath.Join(x.Repo, filepath.FromSlash(x.Subdir)))...)
 	if ReadOnlyMounts() {
 		l.tools = toolDirs(ctx, l.path, l.home)
 	}
@@ -159,6 +163,7 @@ func (l *Local) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	l.toolchains = toolchainFilesAbove(l.x.StateDir())
 	if err := l.x.withHoldout(&l.status); err != nil {
 		return err
 	}
@@ -637,6 +642,9 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 	if err != nil {
 		return nil, err
 	}
+	if res.Violation == "" && !res.NoChange {
+		res.Violation = plantedToolchains(l.x.StateDir(), l.toolchains)
+	}
 	if len(l.spec.KernelTargets) > 0 && res.Violation == "" && !res.NoChange && res.Conflict == "" {
 		// The parity check runs the candidate as sealed, and contained as
 		// any step that runs candidate code.
@@ -733,6 +741,9 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	if err != nil {
 		return nil, err
 	}
+	if planted := plantedToolchains(l.x.StateDir(), l.toolchains); planted != "" {
+		changed = append(changed, planted)
+	}
 	if len(changed) > 0 {
 		obs.Eval.FixedFilesChanged = changed
 		return obs, nil
@@ -751,6 +762,12 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	}.RunOutput(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if planted := plantedToolchains(l.x.StateDir(), l.toolchains); planted != "" {
+		// Planted while the evaluation ran, by a Researcher of the next
+		// round beside it: its number is not taken.
+		obs.Eval.FixedFilesChanged = []string{planted}
+		return obs, nil
 	}
 	// The metric comes from the output as the supervisor read it: a process
 	// of the step could write the log file.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -140,10 +141,14 @@ func (w *Workspace) checkCompliance(ctx context.Context, base, candidate string,
 
 // judgeFileType refuses what no protocol allows a candidate to add or
 // change: a symbolic link, which could make a step read or write a file
-// outside its checkout, and a file that configures git itself
+// outside its checkout, a file that configures git itself
 // (.gitattributes, .gitmodules, .gitignore), which could make git run a
-// command or hide a file.
+// command or hide a file, and a file that chooses a toolchain
+// (ChoosesToolchain), which it may not remove either.
 func judgeFileType(c change) (Violation, bool) {
+	if ChoosesToolchain(c.Path) {
+		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s %s, a file that chooses the interpreter or toolchain that runs the fixed evaluation", c.Kind, c.Path)}, true
+	}
 	if c.Kind == ChangeDeleted {
 		return Violation{}, false
 	}
@@ -154,6 +159,25 @@ func judgeFileType(c change) (Violation, bool) {
 		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s is a symbolic link or a nested repository; a candidate may hold only regular files", c.Path)}, true
 	}
 	return Violation{}, false
+}
+
+// ToolchainFiles are the files by which version managers (pyenv, rustup,
+// asdf, mise, rbenv, nodenv, nvm, goenv, jenv) choose what their shims run:
+// the first one found in the working directory or above it. A candidate
+// that adds, changes or removes one chooses the interpreter or the
+// toolchain that runs the fixed evaluation (rustup's even names any
+// directory as one), whatever the protocol says of it.
+var ToolchainFiles = []string{
+	".python-version", "rust-toolchain", "rust-toolchain.toml", ".tool-versions", "mise.toml", ".mise.toml",
+	".ruby-version", ".node-version", ".nvmrc", ".go-version", ".java-version",
+}
+
+// ChoosesToolchain says whether the file p, slash-separated, is one of
+// ToolchainFiles or lies in a .cargo directory, whose configuration cargo
+// reads from every directory above its own and which names the compiler,
+// a wrapper around it and the runner of what it builds.
+func ChoosesToolchain(p string) bool {
+	return slices.Contains(ToolchainFiles, path.Base(p)) || slices.Contains(strings.Split(path.Dir(p), "/"), ".cargo")
 }
 
 // headMoved describes how HEAD and the experiment branch differ from base.

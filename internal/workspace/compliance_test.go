@@ -91,6 +91,27 @@ func TestComplianceAndRollback(t *testing.T) {
 				Violations: []Violation{{Path: ".gitignore", Reason: "modified .gitignore, which is not a variable file"}},
 			},
 		},
+		"toolchain files added": {
+			researcher: func(t *testing.T, w *Workspace) {
+				writeFiles(t, w.Dir, map[string]string{
+					".python-version":          "2.7.18\n",
+					"rust-toolchain.toml":      "[toolchain]\npath = \"/tmp/tc\"\n",
+					"tools/.cargo/config.toml": "[build]\nrustc-wrapper = \"/tmp/w\"\n",
+				})
+			},
+			want: ComplianceReport{
+				Changes: []FileChange{
+					{Path: ".python-version", Kind: ChangeAdded},
+					{Path: "rust-toolchain.toml", Kind: ChangeAdded},
+					{Path: "tools/.cargo/config.toml", Kind: ChangeAdded},
+				},
+				Violations: []Violation{
+					{Path: ".python-version", Reason: "added .python-version, a file that chooses the interpreter or toolchain that runs the fixed evaluation"},
+					{Path: "rust-toolchain.toml", Reason: "added rust-toolchain.toml, a file that chooses the interpreter or toolchain that runs the fixed evaluation"},
+					{Path: "tools/.cargo/config.toml", Reason: "added tools/.cargo/config.toml, a file that chooses the interpreter or toolchain that runs the fixed evaluation"},
+				},
+			},
+		},
 		"variable file deleted": {
 			researcher: func(t *testing.T, w *Workspace) { remove(t, inDir(w, "train.py")) },
 			want: ComplianceReport{

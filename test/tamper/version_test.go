@@ -1,0 +1,134 @@
+package tamper
+
+import (
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+)
+
+// versionToys are the experiments of the attacks in attacks-version/, by
+// the prefix of the attack's name: a fixed Python evaluation of an error
+// rate run as `python eval.py` (a pyenv shim where pyenv is installed),
+// and the toy with its fixed checker in Rust, built and run by cargo (a
+// rustup proxy where rustup is installed).
+var versionToys = map[string]struct {
+	files                                    map[string]string
+	fixed, eval, metric, direction, baseline string
+}{
+	"python": {
+		files: map[string]string{
+			"train.sh":   "#!/bin/sh\nWRONG=3\necho $WRONG 10 > out.txt\n",
+			"eval.py":    "wrong, total = [int(x) for x in open(\"out.txt\").read().split()]\nprint(\"error: \" + str(wrong / total))\n",
+			".gitignore": "out.txt\n",
+		},
+		fixed: "[eval.py]", eval: "python eval.py", metric: "error", direction: "minimize", baseline: "0.3",
+	},
+	"rust": {
+		files: map[string]string{
+			"train.sh":          Toy["train.sh"],
+			"eval.sh":           "#!/bin/sh\nexec cargo run -q --offline --manifest-path check/Cargo.toml -- \"$(cat out.txt)\"\n",
+			"check/Cargo.toml":  "[package]\nname = \"check\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+			"check/src/main.rs": "fn main() { println!(\"score: {}\", std::env::args().nth(1).unwrap()); }\n",
+			".gitignore":        "out.txt\ntarget/\n",
+		},
+		fixed: "[eval.sh, check/]", eval: "./eval.sh", metric: "score", direction: "maximize", baseline: "10",
+	},
+}
+
+// TestVersionManagerAttacks runs the attacks in attacks-version/, each a
+// Researcher that has a version manager's shim (pyenv, rustup) or cargo
+// run the fixed evaluation under an interpreter, a toolchain or a wrapper
+// of its choosing, by a file in the candidate or above the worktree. The
+// runner pins what the managers chose when the run started, compliance
+// refuses such files in a candidate, and the runner refuses a round after
+// which, or an evaluation before which, one above the steps' checkouts
+// changed: every attack fails compliance, runs nothing it planted, and the
+// best stays the baseline, with read-only mounts and without them. Only
+// the attack whose training plants the file is judged on honest training
+// where the mounts stop it.
+func TestVersionManagerAttacks(t *testing.T) {
+	scripts, err := filepath.Glob("attacks-version/*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no attacks: %v", err)
+	}
+	for _, s := range scripts {
+		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+		t.Run(name, func(t *testing.T) {
+			want := v1alpha1.VerdictComplianceFailed
+			if name == "python-train-plants-above" && runner.ReadOnlyMounts() {
+				want = v1alpha1.VerdictNotImproved
+			}
+			versionAttack(t, name, s, want)
+		})
+		if runner.ReadOnlyMounts() {
+			t.Run(name+" without mounts", func(t *testing.T) {
+				defer runner.WithoutMounts()()
+				versionAttack(t, name, s, v1alpha1.VerdictComplianceFailed)
+			})
+		}
+	}
+}
+
+// versionAttack runs the attack name, the script s, on its toy, and wants
+// the verdict want with the baseline kept and nothing planted run.
+func versionAttack(t *testing.T, name, s string, want v1alpha1.Verdict) {
+	toy := versionToys["rust"]
+	if strings.HasPrefix(name, "python") {
+		toy = versionToys["python"]
+		t.Setenv("PYTHON2", python2(t))
+	}
+	script, err := filepath.Abs(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "planted-command-ran")
+	files := maps.Clone(toy.files)
+	files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a better number come?"
+  maxRounds: 1
+  baseline: {value: "` + toy.baseline + `"}
+  fixed: {files: ` + toy.fixed + `, timeLimit: 10s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: ` + toy.metric + `, direction: ` + toy.direction + `, command: "` + toy.eval + `"}
+  researcher:
+    command: "sh ` + script + `"
+    env: [{name: MARKER, value: "` + marker + `"}]
+`
+	st, log := runRepo(t, filepath.Join(dir, "repo"), files)
+	roundOneVerdict(t, st.History, want)
+	if st.Best == nil || st.Best.Value != toy.baseline {
+		t.Errorf("best %+v, want the baseline's %s\n%s", st.Best, toy.baseline, log)
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Error("a command the attack planted ran")
+	}
+}
+
+// python2 is a Python 2 that pyenv has installed, for the attacks to
+// name; any name does where there is none, as compliance refuses the file
+// whatever it names.
+func python2(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("pyenv", "versions", "--bare").Output()
+	if err == nil {
+		for _, v := range strings.Fields(string(out)) {
+			if strings.HasPrefix(v, "2.") {
+				return v
+			}
+		}
+	}
+	t.Log("no Python 2 installed by pyenv: the attack names one that is not there")
+	return "2.7.18"
+}
