@@ -190,9 +190,17 @@ func (w *Workspace) seal(ctx context.Context, dir string, treeEnv []string, ref,
 // Checkout writes commit's files into dest, which it empties first, as a
 // plain directory: no git directory, nothing untracked, nothing ignored. A
 // step that runs there cannot reach the worktree through git, and sees
-// nothing a Researcher left outside the commit.
+// nothing a Researcher left outside the commit. dest is git's working tree
+// while it writes: git reads the attributes of the files it writes
+// (ident, eol, encodings, filters) from the working tree, and in the
+// worktree a Researcher may leave a .gitattributes that an ignore rule
+// keeps out of every commit.
 func (w *Workspace) Checkout(ctx context.Context, commit, dest string) error {
 	c, err := revParse(ctx, w.Root, commit)
+	if err != nil {
+		return err
+	}
+	gitDir, err := git(ctx, w.Root, "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return err
 	}
@@ -207,13 +215,14 @@ func (w *Workspace) Checkout(ctx context.Context, commit, dest string) error {
 		return err
 	}
 	return withIndex(func(env []string) error {
-		if _, err := gitEnv(ctx, w.Root, env, "read-tree", c); err != nil {
+		env = append(env, "GIT_DIR="+strings.TrimSpace(gitDir), "GIT_WORK_TREE="+abs)
+		if _, err := gitEnv(ctx, abs, env, "read-tree", c); err != nil {
 			return err
 		}
 		// Parallel checkout (git 2.32 and later) writes the files with as
 		// many workers as the machine has cores.
 		args := []string{"-c", "checkout.workers=0", "-c", "checkout.thresholdForParallelism=100", "checkout-index", "-a", "-f", "--prefix=" + abs + string(filepath.Separator)}
-		if _, err := gitEnv(ctx, w.Root, env, args...); err != nil {
+		if _, err := gitEnv(ctx, abs, env, args...); err != nil {
 			return fmt.Errorf("checking out %s into %s: %w", text.ShortCommit(c), abs, err)
 		}
 		return nil

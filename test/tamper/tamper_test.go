@@ -33,50 +33,52 @@ func TestMain(m *testing.M) {
 // read-only mounts; mountedVerdicts what an attack ends in otherwise where
 // they have them.
 var verdicts = map[string]v1alpha1.Verdict{
-	"alternates":            v1alpha1.VerdictComplianceFailed,
-	"append-eval-log":       v1alpha1.VerdictNotImproved,
-	"assume-unchanged-eval": v1alpha1.VerdictComplianceFailed,
-	"clean-filter":          v1alpha1.VerdictComplianceFailed,
-	"daemon-train":          v1alpha1.VerdictNotImproved,
-	"edit-fixed-eval":       v1alpha1.VerdictComplianceFailed,
-	"fixed-dir-new-file":    v1alpha1.VerdictComplianceFailed,
-	"fixed-region-edit":     v1alpha1.VerdictComplianceFailed,
-	"fixed-region-unmark":   v1alpha1.VerdictComplianceFailed,
-	"flood-violation":       v1alpha1.VerdictComplianceFailed,
-	"forge-candidate-ref":   v1alpha1.VerdictComplianceFailed,
-	"forge-ledger-backup":   v1alpha1.VerdictComplianceFailed,
-	"forge-experiences":     v1alpha1.VerdictComplianceFailed,
-	"forge-results":         v1alpha1.VerdictComplianceFailed,
-	"fsmonitor":             v1alpha1.VerdictComplianceFailed,
-	"gitignore-hide":        v1alpha1.VerdictComplianceFailed,
-	"gitlink-redirect":      v1alpha1.VerdictComplianceFailed,
-	"gitmodules":            v1alpha1.VerdictComplianceFailed,
-	"go-env-write":          v1alpha1.VerdictNotImproved,
-	"go-init-helper":        v1alpha1.VerdictComplianceFailed,
-	"grafts":                v1alpha1.VerdictComplianceFailed,
-	"hook-post-checkout":    v1alpha1.VerdictComplianceFailed,
-	"hook-post-commit":      v1alpha1.VerdictComplianceFailed,
-	"hooks-path":            v1alpha1.VerdictComplianceFailed,
-	"info-attributes":       v1alpha1.VerdictComplianceFailed,
-	"move-main":             v1alpha1.VerdictComplianceFailed,
-	"new-branch":            v1alpha1.VerdictComplianceFailed,
-	"new-tag":               v1alpha1.VerdictComplianceFailed,
-	"no-change":             v1alpha1.VerdictNoChange,
-	"output-symlink":        v1alpha1.VerdictEvalFailed,
-	"planted-go-work":       v1alpha1.VerdictNotImproved,
-	"planted-output":        v1alpha1.VerdictEvalFailed,
-	"python-startup":        v1alpha1.VerdictComplianceFailed,
-	"push-redirect":         v1alpha1.VerdictComplianceFailed,
-	"replace-object":        v1alpha1.VerdictComplianceFailed,
-	"researcher-lingers":    v1alpha1.VerdictNotImproved,
-	"researcher-commit":     v1alpha1.VerdictComplianceFailed,
-	"setsid-edit-eval":      v1alpha1.VerdictNotImproved,
-	"skip-worktree-eval":    v1alpha1.VerdictComplianceFailed,
-	"symlink-helper":        v1alpha1.VerdictComplianceFailed,
-	"symlink-variable":      v1alpha1.VerdictComplianceFailed,
-	"train-links-eval-log":  v1alpha1.VerdictNotImproved,
-	"train-plants-filter":   v1alpha1.VerdictComplianceFailed,
-	"train-rewrites-eval":   v1alpha1.VerdictNotImproved,
+	"alternates":                  v1alpha1.VerdictComplianceFailed,
+	"append-eval-log":             v1alpha1.VerdictNotImproved,
+	"candidate-plants-attributes": v1alpha1.VerdictNotImproved,
+	"assume-unchanged-eval":       v1alpha1.VerdictComplianceFailed,
+	"clean-filter":                v1alpha1.VerdictComplianceFailed,
+	"daemon-train":                v1alpha1.VerdictNotImproved,
+	"edit-fixed-eval":             v1alpha1.VerdictComplianceFailed,
+	"fixed-dir-new-file":          v1alpha1.VerdictComplianceFailed,
+	"fixed-region-edit":           v1alpha1.VerdictComplianceFailed,
+	"fixed-region-unmark":         v1alpha1.VerdictComplianceFailed,
+	"flood-violation":             v1alpha1.VerdictComplianceFailed,
+	"forge-candidate-ref":         v1alpha1.VerdictComplianceFailed,
+	"forge-ledger-backup":         v1alpha1.VerdictComplianceFailed,
+	"forge-experiences":           v1alpha1.VerdictComplianceFailed,
+	"forge-results":               v1alpha1.VerdictComplianceFailed,
+	"fsmonitor":                   v1alpha1.VerdictComplianceFailed,
+	"gitignore-hide":              v1alpha1.VerdictComplianceFailed,
+	"gitlink-redirect":            v1alpha1.VerdictComplianceFailed,
+	"gitmodules":                  v1alpha1.VerdictComplianceFailed,
+	"go-env-write":                v1alpha1.VerdictNotImproved,
+	"go-init-helper":              v1alpha1.VerdictComplianceFailed,
+	"grafts":                      v1alpha1.VerdictComplianceFailed,
+	"hook-post-checkout":          v1alpha1.VerdictComplianceFailed,
+	"hook-post-commit":            v1alpha1.VerdictComplianceFailed,
+	"hooks-path":                  v1alpha1.VerdictComplianceFailed,
+	"ident-checkout":              v1alpha1.VerdictNotImproved,
+	"info-attributes":             v1alpha1.VerdictComplianceFailed,
+	"move-main":                   v1alpha1.VerdictComplianceFailed,
+	"new-branch":                  v1alpha1.VerdictComplianceFailed,
+	"new-tag":                     v1alpha1.VerdictComplianceFailed,
+	"no-change":                   v1alpha1.VerdictNoChange,
+	"output-symlink":              v1alpha1.VerdictEvalFailed,
+	"planted-go-work":             v1alpha1.VerdictNotImproved,
+	"planted-output":              v1alpha1.VerdictEvalFailed,
+	"python-startup":              v1alpha1.VerdictComplianceFailed,
+	"push-redirect":               v1alpha1.VerdictComplianceFailed,
+	"replace-object":              v1alpha1.VerdictComplianceFailed,
+	"researcher-lingers":          v1alpha1.VerdictNotImproved,
+	"researcher-commit":           v1alpha1.VerdictComplianceFailed,
+	"setsid-edit-eval":            v1alpha1.VerdictNotImproved,
+	"skip-worktree-eval":          v1alpha1.VerdictComplianceFailed,
+	"symlink-helper":              v1alpha1.VerdictComplianceFailed,
+	"symlink-variable":            v1alpha1.VerdictComplianceFailed,
+	"train-links-eval-log":        v1alpha1.VerdictNotImproved,
+	"train-plants-filter":         v1alpha1.VerdictComplianceFailed,
+	"train-rewrites-eval":         v1alpha1.VerdictNotImproved,
 }
 
 // mountedVerdicts are the attacks that end otherwise where the steps get
@@ -194,7 +196,7 @@ func TestAttacksAsACandidate(t *testing.T) {
 	}
 	t.Run("without-mounts", func(t *testing.T) {
 		defer runner.WithoutMounts()()
-		for _, name := range slices.Sorted(maps.Keys(mountedVerdicts)) {
+		for _, name := range append(slices.Sorted(maps.Keys(mountedVerdicts)), candidateWithoutMounts...) {
 			t.Run(name, func(t *testing.T) {
 				script, err := filepath.Abs(filepath.Join("attacks", name+".sh"))
 				if err != nil {
@@ -205,6 +207,11 @@ func TestAttacksAsACandidate(t *testing.T) {
 		}
 	})
 }
+
+// candidateWithoutMounts are attacks that, as a candidate, reach past their
+// own copy only where the steps get no read-only mounts: they run again as
+// a candidate without them.
+var candidateWithoutMounts = []string{"candidate-plants-attributes"}
 
 // roundOneVerdict returns round 1's verdict, checked against want; with
 // nothing to want, it is improved when any candidate improved.
