@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
-	"github.com/autoresearch-dev/autoresearch-operator/internal/parity"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
@@ -200,7 +200,26 @@ func (f *execFlags) runParity(ctx context.Context) error {
 			return fmt.Errorf("--targets: %w", err)
 		}
 	}
-	if err := supervisor.CheckParity(ctx, &res, parity.Exec, f.python, f.workdir, targets); err != nil {
+	if f.timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive")
+	}
+	// The check imports the candidate's kernels: it runs as training does,
+	// so that nothing it starts outlives it and writes the result after
+	// this command (the termination message is the pod's to write).
+	logDir := os.TempDir()
+	if f.compliance != "" {
+		logDir = filepath.Dir(f.compliance)
+	}
+	n := 0
+	check := func(ctx context.Context, argv []string, dir string) (string, int, error) {
+		n++
+		exit, output, err := runner.Process{
+			Command: runner.ShellCommand(argv), Dir: dir, Env: f.env(),
+			Timeout: f.timeout, KillGrace: f.grace, LogPath: filepath.Join(logDir, fmt.Sprintf("parity-%d.log", n)),
+		}.RunOutput(ctx)
+		return output, exit.ExitCode, err
+	}
+	if err := supervisor.CheckParity(ctx, &res, check, f.python, f.workdir, targets); err != nil {
 		return err
 	}
 	return writeResult(f.result, &res)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -247,7 +248,7 @@ func TestExecParity(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			o := steps.ExecOptions{
-				Step: steps.StepParity, Workdir: dir, Targets: targets, Python: python,
+				Step: steps.StepParity, Workdir: dir, Targets: targets, Python: python, Timeout: time.Minute,
 				ResultPath: filepath.Join(t.TempDir(), "result.json"),
 			}
 			if tc.compliance != nil {
@@ -263,6 +264,37 @@ func TestExecParity(t *testing.T) {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestExecParityOutlivesNoDaemon: the candidate's kernel module, imported
+// by the check, leaves a daemon that keeps writing the termination message
+// (a passed check, {}); the command writes the failure after every process
+// of the check is gone, so the failure is what stays.
+func TestExecParityOutlivesNoDaemon(t *testing.T) {
+	dir := t.TempDir()
+	result := filepath.Join(dir, "result.json")
+	marker := "parity-daemon-" + filepath.Base(dir)
+	fake := "#!/bin/sh\nsetsid sh -c 'while :; do echo {} > \"$0\"; done' " + result + " " + marker + " </dev/null >/dev/null 2>&1 &\n" +
+		"sleep 0.2\necho 'PARITY_FAIL target=k kind=numerical detail=max abs diff 0.5' >&2\nexit 1\n"
+	python := filepath.Join(dir, "python")
+	if err := os.WriteFile(python, []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exec.Command("pkill", "-f", marker).Run() })
+	o := steps.ExecOptions{
+		Step: steps.StepParity, Workdir: dir, Python: python, Timeout: time.Minute, ResultPath: result,
+		Targets: []v1alpha1.KernelTarget{{Name: "k", NewModule: "kernel:k", BaselineModule: "reference:k", Fixture: "reference:fixture"}},
+	}
+	if out, err := runStep(t, steps.ExecArgs(steps.Binary, o)); err != nil {
+		t.Fatalf("exec: %v\n%s", err, out)
+	}
+	// Time for a daemon that outlived the check to write again.
+	time.Sleep(500 * time.Millisecond)
+	var got steps.ComplianceResult
+	decodeResult(t, result, &got)
+	if !strings.HasPrefix(got.Parity, "PARITY_FAIL") {
+		t.Errorf("result %+v: a process of the check outlived it and wrote the result", got)
 	}
 }
 
