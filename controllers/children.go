@@ -619,7 +619,7 @@ func (b childBuilder) holdoutJob(a round.Action) (*batchv1.Job, error) {
 	spec := b.gpuPodSpec(c)
 	checkout := b.ownContainer("checkout", steps.CheckoutArgs(projectBinary, steps.CheckoutOptions{
 		Worktree: b.worktree(), Commit: a.Code, Dest: path.Join(holdoutScratch, holdoutCheckout),
-		Trained: path.Join(b.runDir(a, steps.StepTrain), string(s.Source.Subdir)), Outputs: v1alpha1.Strings(s.Train.Outputs),
+		Trained: b.runDir(a, steps.StepTrain), Outputs: v1alpha1.Strings(s.Train.Outputs),
 	}))
 	checkout.VolumeMounts = []corev1.VolumeMount{
 		{Name: volumeWorkspace, MountPath: steps.WorkspaceMount, ReadOnly: true},
@@ -700,7 +700,7 @@ func holdoutVolumeSource(v *v1alpha1.HoldoutVolume) corev1.VolumeSource {
 func (b childBuilder) checkoutInit(a round.Action, step, logDir string) corev1.Container {
 	o := steps.CheckoutOptions{Worktree: b.worktree(), Commit: a.Code, Dest: b.runDir(a, step), LogDir: logDir}
 	if step == steps.StepEval {
-		o.Trained = path.Join(b.runDir(a, steps.StepTrain), string(b.ar.Spec.Source.Subdir))
+		o.Trained = b.runDir(a, steps.StepTrain)
 		o.Outputs = v1alpha1.Strings(b.ar.Spec.Train.Outputs)
 	}
 	return b.ownContainer("checkout", steps.CheckoutArgs(projectBinary, o))

@@ -450,7 +450,7 @@ func checkSealedJob(t *testing.T, job *batchv1.Job, step, candidate string) {
 	if !strings.Contains(checkout, "--log-dir=/workspace/logs/round-1") {
 		t.Errorf("%s: checkout %q does not make the step's log directory", job.Name, checkout)
 	}
-	if step == "eval" && !strings.Contains(checkout, "--trained=/workspace/state/runs/r1/train/exp") {
+	if step == "eval" && !strings.Contains(checkout, "--trained=/workspace/state/runs/r1/train ") {
 		t.Errorf("%s: the evaluation's checkout %q does not get the training outputs", job.Name, checkout)
 	}
 	var workspace []string

@@ -53,7 +53,7 @@ func TestHoldoutOnACluster(t *testing.T) {
 	initWorkspace(t, ns)
 	baseline(t, ns, "1.0")
 	job := waitJob(t, ns, experiment+"-r0-holdout-1")
-	checkHoldoutJob(t, job, "/workspace/state/runs/r0-s1/train/exp")
+	checkHoldoutJob(t, job, "/workspace/state/runs/r0-s1/train")
 	finishJob(t, ns, job.Name, 0, holdoutValue("10.5"))
 	waitStatus(t, ns, experiment, "the baseline", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseRunning })
 
@@ -61,7 +61,7 @@ func TestHoldoutOnACluster(t *testing.T) {
 	// the baseline's by more than the tolerance: overfit.
 	playRound(t, ns, 1, roundPlay{compliance: steps.ComplianceResult{Strategy: "memorize", Candidate: "cand1"}, train: trainOK(), eval: evalValue("0.9")})
 	job = waitJob(t, ns, podName(1, stepHoldout))
-	checkHoldoutJob(t, job, "/workspace/state/runs/r1/train/exp")
+	checkHoldoutJob(t, job, "/workspace/state/runs/r1/train")
 	if !strings.Contains(strings.Join(job.Spec.Template.Spec.InitContainers[len(job.Spec.Template.Spec.InitContainers)-1].Args, " "), "--commit=cand1") {
 		t.Errorf("the holdout does not check out the candidate: %v", job.Spec.Template.Spec.InitContainers)
 	}
@@ -225,7 +225,7 @@ func checkHoldoutCheckout(t *testing.T, job *batchv1.Job, trained string) {
 	if checkout == nil {
 		t.Fatalf("%s has no checkout init container", job.Name)
 	}
-	if a := strings.Join(checkout.Args, " "); !strings.Contains(a, "--trained="+trained) || !strings.Contains(a, "--dest="+holdoutScratch+"/") {
+	if a := strings.Join(checkout.Args, " "); !strings.Contains(a, "--trained="+trained+" ") || !strings.Contains(a, "--dest="+holdoutScratch+"/") {
 		t.Errorf("%s checkout %q, want the outputs of %s copied under %s", job.Name, a, trained, holdoutScratch)
 	}
 	for _, m := range checkout.VolumeMounts {

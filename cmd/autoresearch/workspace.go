@@ -369,7 +369,7 @@ func newWorkspaceCheckoutCommand() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&commit, "commit", "", "the code to check out")
 	fl.StringVar(&dest, "dest", "", "the checkout, emptied first")
-	fl.StringVar(&trained, "trained", "", "the experiment directory of the training checkout, for an evaluation")
+	fl.StringVar(&trained, "trained", "", "the training checkout, whose experiment directory holds the outputs, for an evaluation")
 	fl.StringArrayVar(&outputs, "output", nil, "a training output to copy from --trained, relative to the experiment directory")
 	fl.StringVar(&logDir, "log-dir", "", "a directory to make for the step's log, which the step's pod mounts")
 	for _, name := range []string{"commit", "dest"} {

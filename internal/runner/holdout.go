@@ -200,8 +200,7 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 		return nil, err
 	}
 	trained := l.runDir(a, supervisor.RunTrain)
-	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run,
-		filepath.Join(trained, filepath.FromSlash(l.ws.Subdir)), v1alpha1.Strings(l.spec.Train.Outputs))
+	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run, trained, v1alpha1.Strings(l.spec.Train.Outputs))
 	if oe := (*workspace.OutputError)(nil); errors.As(err, &oe) {
 		obs.Holdout.Exit = round.ProcessExit{ExitCode: 1}
 		return obs, nil

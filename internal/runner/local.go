@@ -727,8 +727,7 @@ func (l *Local) runEval(ctx context.Context, a round.Action) (*round.Observation
 	}
 	trained := l.runDir(a, supervisor.RunTrain)
 	run := l.runDir(a, supervisor.RunEval)
-	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run,
-		filepath.Join(trained, filepath.FromSlash(l.ws.Subdir)), v1alpha1.Strings(l.spec.Train.Outputs))
+	dir, err := supervisor.PrepareRun(ctx, l.ws, a.Code, run, trained, v1alpha1.Strings(l.spec.Train.Outputs))
 	if oe := (*workspace.OutputError)(nil); errors.As(err, &oe) {
 		// What training left is the candidate's: it is judged, not run.
 		obs.Eval.Exit = round.ProcessExit{ExitCode: 1, Tail: oe.Error()}

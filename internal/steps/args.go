@@ -312,8 +312,8 @@ type CheckoutOptions struct {
 	Commit string
 	// Dest is the checkout, emptied first.
 	Dest string
-	// Trained is the experiment directory of the training checkout whose
-	// Outputs an evaluation's checkout gets; empty for training.
+	// Trained is the training checkout whose Outputs, in its experiment
+	// directory, an evaluation's checkout gets; empty for training.
 	Trained string
 	Outputs []string
 	// LogDir is made for the step's log, as the step's user: the kubelet

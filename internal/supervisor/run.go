@@ -38,9 +38,9 @@ func CandidateStep(step, candidate string) string {
 
 // PrepareRun makes the fresh checkout that a training or evaluation step
 // runs in: the files of commit, and nothing else, in root. For an
-// evaluation, trained is the experiment directory of the training checkout,
-// and the training outputs are copied from there: they are all that passes
-// from training to evaluation. It returns the experiment directory in root.
+// evaluation, trained is the training checkout, and the training outputs
+// are copied from its experiment directory: they are all that passes from
+// training to evaluation. It returns the experiment directory in root.
 func PrepareRun(ctx context.Context, ws *workspace.Workspace, commit, root, trained string, outputs []string) (string, error) {
 	if err := ws.Checkout(ctx, commit, root); err != nil {
 		return "", err
@@ -49,7 +49,7 @@ func PrepareRun(ctx context.Context, ws *workspace.Workspace, commit, root, trai
 	if trained == "" {
 		return dir, nil
 	}
-	return dir, workspace.CopyOutputs(trained, dir, outputs)
+	return dir, workspace.CopyOutputs(trained, ws.Subdir, dir, outputs)
 }
 
 // removeRuns deletes every checkout of earlier rounds.

@@ -281,16 +281,23 @@ func (e *OutputError) Error() string { return fmt.Sprintf("training output %s: %
 func (e *OutputError) Unwrap() error { return e.Err }
 
 // CopyOutputs copies the training outputs, paths relative to the
-// experiment directory, from the experiment directory of the checkout
-// trained to that of the checkout to evaluate. An output training did not
-// write is left out; only regular files and directories are copied. Every
-// path is opened within the trained directory: a symbolic link that
-// training made to lead out of it, or anything but a regular file or a
-// directory, is an OutputError.
-func CopyOutputs(from, to string, outputs []string) error {
-	root, err := os.OpenRoot(from)
+// experiment directory, from the experiment directory subdir of the
+// checkout trained to to, the experiment directory of the checkout to
+// evaluate. An output training did not write is left out; only regular
+// files and directories are copied. Every path is opened within the
+// checkout trained, the experiment directory too, which training may have
+// replaced: a symbolic link that training made to lead out of its
+// checkout (to another candidate's, say), or anything but a regular file
+// or a directory, is an OutputError.
+func CopyOutputs(trained, subdir, to string, outputs []string) error {
+	top, err := os.OpenRoot(trained)
 	if err != nil {
 		return err
+	}
+	defer top.Close()
+	root, err := top.OpenRoot(filepath.FromSlash(subdir))
+	if err != nil {
+		return &OutputError{Output: "directory " + subdir, Err: err}
 	}
 	defer root.Close()
 	fsys := root.FS()

@@ -131,7 +131,7 @@ func TestCopyOutputs(t *testing.T) {
 	from, to := t.TempDir(), t.TempDir()
 	writeFiles(t, from, map[string]string{"ckpt/model.bin": "weights\n", "ckpt/sub/meta.json": "{}\n", "data/val.txt": "forged\n"})
 	writeFiles(t, to, map[string]string{"ckpt/old.bin": "stale\n", "data/val.txt": "made by fixed code\n"})
-	if err := CopyOutputs(from, to, []string{"ckpt", "missing.bin"}); err != nil {
+	if err := CopyOutputs(from, ".", to, []string{"ckpt", "missing.bin"}); err != nil {
 		t.Fatalf("CopyOutputs: %v", err)
 	}
 	for rel, want := range map[string]string{"ckpt/model.bin": "weights\n", "ckpt/sub/meta.json": "{}\n", "data/val.txt": "made by fixed code\n"} {
@@ -170,7 +170,7 @@ func TestCopyOutputs(t *testing.T) {
 		t.Run("refuses "+name, func(t *testing.T) {
 			dir := t.TempDir()
 			outputs := setup(t, dir)
-			err := CopyOutputs(dir, t.TempDir(), outputs)
+			err := CopyOutputs(dir, ".", t.TempDir(), outputs)
 			var oe *OutputError
 			switch {
 			case err == nil:
@@ -179,6 +179,26 @@ func TestCopyOutputs(t *testing.T) {
 				t.Errorf("error %v is not the candidate's OutputError", err)
 			}
 		})
+	}
+}
+
+// TestCopyOutputsFromAReplacedExperimentDirectory: training owns its whole
+// checkout, the experiment directory in it too, and may replace that by a
+// link to another candidate's checkout; the outputs never come from there.
+func TestCopyOutputsFromAReplacedExperimentDirectory(t *testing.T) {
+	runs := t.TempDir()
+	writeFiles(t, runs, map[string]string{"train-b/exp/model.bin": "b's model\n", "train-a/keep.txt": "a\n"})
+	if err := os.Symlink(filepath.Join(runs, "train-b", "exp"), filepath.Join(runs, "train-a", "exp")); err != nil {
+		t.Fatal(err)
+	}
+	to := t.TempDir()
+	err := CopyOutputs(filepath.Join(runs, "train-a"), "exp", to, []string{"model.bin"})
+	var oe *OutputError
+	if !errors.As(err, &oe) {
+		t.Errorf("CopyOutputs = %v, want the candidate's OutputError", err)
+	}
+	if _, err := os.Stat(filepath.Join(to, "model.bin")); !os.IsNotExist(err) {
+		t.Errorf("the evaluation got another checkout's output: %v", err)
 	}
 }
 
