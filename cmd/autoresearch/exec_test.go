@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -360,5 +361,32 @@ func TestExecMakesItselfUndumpable(t *testing.T) {
 	}
 	if d, err := dumpable(); err != nil || d {
 		t.Errorf("after exec the process is dumpable: %t (%v)", d, err)
+	}
+}
+
+// TestAgentMakesItselfUndumpable: the built-in agent's shell tool runs what
+// the model chooses, as the agent's user and without the API key in its
+// environment; the agent's own environment holds the key, and a dumpable
+// agent's /proc/<pid>/environ would give it away. The agent runs in a
+// process of its own here, as this one may be undumpable already.
+func TestAgentMakesItselfUndumpable(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("PR_SET_DUMPABLE is Linux's")
+	}
+	if os.Getenv("AUTORESEARCH_TEST_AGENT_PROCESS") == "1" {
+		// It stops at the missing model, after making itself undumpable.
+		_, _ = execute(t, "researcher", "agent")
+		d, err := dumpable()
+		fmt.Printf("dumpable=%t err=%v\n", d, err)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAgentMakesItselfUndumpable$", "-test.v")
+	cmd.Env = append(os.Environ(), "AUTORESEARCH_TEST_AGENT_PROCESS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "dumpable=false err=<nil>") {
+		t.Errorf("the agent left its process dumpable:\n%s", out)
 	}
 }

@@ -134,6 +134,13 @@ Cached input tokens are counted and priced at the cache rates.`,
 }
 
 func runAgent(cmd *cobra.Command, f agentFlags) error {
+	// The shell tool runs what the model chooses as the agent's user, and
+	// its environment lacks the API key, which the agent's own still
+	// holds: undumpable, the agent's /proc/<pid>/environ and memory are
+	// out of that shell's reach.
+	if err := undumpable(); err != nil {
+		return fmt.Errorf("make the agent undumpable: %w", err)
+	}
 	if f.model == "" {
 		return errors.New("--model is required")
 	}
