@@ -213,6 +213,9 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 	// offline, so that it cannot send the data where a later Researcher
 	// would find it.
 	mounts, stepEnv, err := l.experimentMounts(ctx, run, cacheHoldout, h.Dir)
+	if err == nil {
+		mounts, err = l.credentialMounts(mounts)
+	}
 	if err != nil {
 		return nil, err
 	}

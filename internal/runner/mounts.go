@@ -312,23 +312,72 @@ const (
 	cacheHoldout = "holdout"
 )
 
-// hiding adds to mounts, when the experiment has a hidden holdout, which
-// no step but the holdout's may read or write, an empty file bound over
-// the experiment file, which names it, and an empty directory bound over
+// hiding adds to mounts the user's credentials hidden (credentialMounts)
+// and, when the experiment has a hidden holdout, which no step but the
+// holdout's may read or write, an empty file bound over the experiment
+// file, which names it, and an empty directory bound over
 // spec.holdout.dir, which holds its command, data, state and logs.
 func (l *Local) hiding(mounts []Mount) ([]Mount, error) {
-	if l.spec.Holdout == nil {
-		return mounts, nil
+	mounts, err := l.credentialMounts(mounts)
+	if err != nil || l.spec.Holdout == nil {
+		return mounts, err
 	}
-	empty := filepath.Join(l.ws.StateDir(), "hidden")
-	if err := os.WriteFile(empty, nil, 0o444); err != nil && !errors.Is(err, os.ErrPermission) {
-		return nil, err
-	}
-	emptyDir := filepath.Join(l.ws.StateDir(), "hidden-dir")
-	if err := os.MkdirAll(emptyDir, 0o555); err != nil {
+	empty, emptyDir, err := l.hidden()
+	if err != nil {
 		return nil, err
 	}
 	return append(mounts, Mount{Path: l.x.File, Hide: empty}, Mount{Path: l.spec.Holdout.Dir, Hide: emptyDir}), nil
+}
+
+// hidden are the empty file and the empty directory that Hide mounts bind.
+func (l *Local) hidden() (empty, emptyDir string, err error) {
+	empty = filepath.Join(l.ws.StateDir(), "hidden")
+	if err := os.WriteFile(empty, nil, 0o444); err != nil && !errors.Is(err, os.ErrPermission) {
+		return "", "", err
+	}
+	emptyDir = filepath.Join(l.ws.StateDir(), "hidden-dir")
+	return empty, emptyDir, os.MkdirAll(emptyDir, 0o555)
+}
+
+// userCredentials are where, in the user's home, keys, tokens and the
+// configurations of clouds and clusters are kept: an SSH key pushes to
+// the user's remotes, a token signs in as the user.
+var userCredentials = []string{
+	".ssh", ".gnupg", ".git-credentials", ".config/git/credentials", ".netrc", ".config/gh",
+	".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".cache/huggingface/token",
+}
+
+// credentialMounts adds to mounts the user's credentials (userCredentials)
+// hidden, each that exists: the machine is read-only to a step, not out of
+// its sight, and a Researcher or candidate code with the network would
+// otherwise read the user's SSH key and push with it, or put it in a
+// candidate that the supervisor's own push sends to the user's remote.
+// What training needs, a dataset's token say, the experiment gives it in
+// its environment (spec.train.env).
+func (l *Local) credentialMounts(mounts []Mount) ([]Mount, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return mounts, nil
+	}
+	empty, emptyDir := "", ""
+	for _, c := range userCredentials {
+		p := filepath.Join(home, filepath.FromSlash(c))
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if empty == "" {
+			if empty, emptyDir, err = l.hidden(); err != nil {
+				return nil, err
+			}
+		}
+		if fi.IsDir() {
+			mounts = append(mounts, Mount{Path: p, Hide: emptyDir})
+		} else {
+			mounts = append(mounts, Mount{Path: p, Hide: empty})
+		}
+	}
+	return mounts, nil
 }
 
 // researcherWritable are the directories a Researcher writes outside the

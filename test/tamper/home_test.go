@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
 )
 
@@ -66,6 +67,54 @@ func TestHomeAttacks(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestUserCredentialsAreHidden runs the attacks in attacks-credentials/,
+// each a Researcher that reads the user's keys and tokens, and has its
+// training read them: the machine is read-only to every step, and the
+// credentials in the user's home are out of sight as well. The round
+// improves honestly (20, not the 99 of training that read them), and the
+// experiment branch, which the supervisor pushes, holds none of them.
+func TestUserCredentialsAreHidden(t *testing.T) {
+	scripts, err := filepath.Glob("attacks-credentials/*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no credential attacks: %v", err)
+	}
+	for _, s := range scripts {
+		t.Run(strings.TrimSuffix(filepath.Base(s), ".sh"), func(t *testing.T) {
+			if !runner.ReadOnlyMounts() {
+				t.Skip("steps get no read-only mounts here")
+			}
+			script, err := filepath.Abs(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			home := userHome(t)
+			secrets := map[string]string{".ssh/id_ed25519": "SECRET-SSH-KEY", ".netrc": "machine example.com password SECRET-NETRC"}
+			for rel, secret := range secrets {
+				p := filepath.Join(home, rel)
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(secret+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files := maps.Clone(PyToy)
+			files["experiment.yaml"] = pyToyExperiment("credentials", `{value: "10"}`, "python3", script)
+			repo := filepath.Join(t.TempDir(), "repo")
+			_, st, log := runRepoWith(t, repo, files, runner.Options{})
+			if st.Best == nil || st.Best.Value != "20" {
+				t.Errorf("best %+v, want the honest 20: training read the credentials, or the round did not improve\n%s", st.Best, log)
+			}
+			kept := gittest.Git(t, repo, "show", "refs/heads/autoresearch/credentials:train.sh")
+			for _, secret := range secrets {
+				if strings.Contains(kept, secret) {
+					t.Errorf("the experiment branch holds %q:\n%s", secret, kept)
+				}
+			}
+		})
 	}
 }
 
