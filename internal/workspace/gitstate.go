@@ -46,6 +46,32 @@ var guardedGitFiles = []string{
 	filepath.Join("objects", "info", "alternates"),
 }
 
+// worktreeLinks are the files of a linked worktree's own git directory
+// that name other places: commondir, the repository's git directory, which
+// git finds every config, hook and ref through, and gitdir, the worktree.
+// They are guarded with the .git file: pointed at a repository of the
+// Researcher's, commondir would have the supervisor snapshot, restore,
+// seal and commit there, and stay so.
+var worktreeLinks = []string{"commondir", "gitdir"}
+
+// linkPaths are the worktree's .git file and the worktreeLinks of the git
+// directory that the .git file, as it is in data, names.
+func (w *Workspace) linkPaths(data []byte) []string {
+	link := filepath.Join(w.Root, gitLink)
+	paths := []string{link}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return paths
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(w.Root, dir)
+	}
+	for _, name := range worktreeLinks {
+		paths = append(paths, filepath.Join(dir, name))
+	}
+	return paths
+}
+
 // SnapshotGitState records the repository's git machinery.
 func (w *Workspace) SnapshotGitState(ctx context.Context) (GitState, error) {
 	st := GitState{Files: map[string]GitFile{}, Refs: map[string]string{}}
@@ -56,6 +82,15 @@ func (w *Workspace) SnapshotGitState(ctx context.Context) (GitState, error) {
 			return st, err
 		}
 		st.Files[link] = GitFile{Data: data, Mode: info.Mode()}
+		for _, p := range w.linkPaths(data)[1:] {
+			if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() {
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return st, err
+				}
+				st.Files[p] = GitFile{Data: data, Mode: info.Mode()}
+			}
+		}
 	}
 	for _, p := range w.guardedPaths(ctx) {
 		data, err := os.ReadFile(p)
@@ -135,24 +170,39 @@ func (w *Workspace) RestoreGitState(ctx context.Context, saved GitState) ([]stri
 	return undone, nil
 }
 
-// restoreGitLink puts back the worktree's .git file, whatever took its
-// place, before any git command reads it.
+// restoreGitLink puts back the worktree's .git file and the links of its
+// git directory (worktreeLinks), whatever took their place, before any git
+// command reads them.
 func (w *Workspace) restoreGitLink(saved GitState) ([]string, error) {
 	link := filepath.Join(w.Root, gitLink)
 	f, ok := saved.Files[link]
 	if !ok {
 		return nil, nil
 	}
-	if info, err := os.Lstat(link); err == nil && info.Mode().IsRegular() {
-		if data, err := os.ReadFile(link); err == nil && string(data) == string(f.Data) {
-			return nil, nil
+	var undone []string
+	for _, p := range w.linkPaths(f.Data) {
+		f, ok := saved.Files[p]
+		if !ok {
+			continue
+		}
+		if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() {
+			if data, err := os.ReadFile(p); err == nil && string(data) == string(f.Data) {
+				continue
+			}
+		}
+		name := "the worktree's .git file"
+		if p != link {
+			name = "the worktree's git " + filepath.Base(p)
+		}
+		undone = append(undone, "changed "+name)
+		if err := os.RemoveAll(p); err != nil {
+			return undone, err
+		}
+		if err := os.WriteFile(p, f.Data, f.Mode.Perm()); err != nil {
+			return undone, err
 		}
 	}
-	undone := []string{"changed the worktree's .git file"}
-	if err := os.RemoveAll(link); err != nil {
-		return undone, err
-	}
-	return undone, os.WriteFile(link, f.Data, f.Mode.Perm())
+	return undone, nil
 }
 
 // guardedPaths lists the files SnapshotGitState records: the guarded files

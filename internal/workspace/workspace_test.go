@@ -397,6 +397,43 @@ func TestGitReadsNothingOfTheUsersConfigDirectory(t *testing.T) {
 	}
 }
 
+// TestRestoreGitStatePutsBackTheCommonDir: the worktree's git directory
+// names the repository's in its commondir file; pointed at a repository of
+// the Researcher's, every later git command of the supervisor's would read
+// and write there. The restore puts it back first, and names it.
+func TestRestoreGitStatePutsBackTheCommonDir(t *testing.T) {
+	ctx := context.Background()
+	ws, _ := newExperiment(t)
+	saved, err := ws.SnapshotGitState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := gitT(t, ws.Root, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	evil := filepath.Join(t.TempDir(), "evil.git")
+	gitT(t, t.TempDir(), "clone", "-q", "--bare", common, evil)
+	commondir := filepath.Join(gitT(t, ws.Root, "rev-parse", "--absolute-git-dir"), "commondir")
+	if err := os.WriteFile(commondir, []byte(evil+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitT(t, ws.Root, "rev-parse", "--path-format=absolute", "--git-common-dir"); got != evil {
+		t.Fatalf("the planted commondir does not redirect git: %s", got)
+	}
+
+	undone, err := ws.RestoreGitState(ctx, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"changed the worktree's git commondir"}; !slices.Equal(undone, want) {
+		t.Errorf("undone %q, want %q", undone, want)
+	}
+	if got := gitT(t, ws.Root, "rev-parse", "--path-format=absolute", "--git-common-dir"); got != common {
+		t.Errorf("git's common directory after the restore is %s, want %s", got, common)
+	}
+	if again, err := ws.RestoreGitState(ctx, saved); err != nil || again != nil {
+		t.Errorf("a second restore undid %q (%v), want nothing", again, err)
+	}
+}
+
 // TestRestoreGitState plants what a Researcher could in the repository's
 // git machinery and checks that all of it is named and undone.
 func TestRestoreGitState(t *testing.T) {
