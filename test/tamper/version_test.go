@@ -82,6 +82,9 @@ func versionAttack(t *testing.T, name, s string, want v1alpha1.Verdict) {
 	if strings.HasPrefix(name, "python") {
 		toy = versionToys["python"]
 		t.Setenv("PYTHON2", python2(t))
+		if _, err := exec.LookPath("python"); err != nil && want != v1alpha1.VerdictComplianceFailed {
+			t.Skip("no python on the PATH for the toy's evaluation, python eval.py")
+		}
 	}
 	script, err := filepath.Abs(s)
 	if err != nil {
