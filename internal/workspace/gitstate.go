@@ -75,6 +75,7 @@ func (w *Workspace) linkPaths(data []byte) []string {
 // SnapshotGitState records the repository's git machinery.
 func (w *Workspace) SnapshotGitState(ctx context.Context) (GitState, error) {
 	st := GitState{Files: map[string]GitFile{}, Refs: map[string]string{}}
+	var paths []string
 	link := filepath.Join(w.Root, gitLink)
 	if info, err := os.Lstat(link); err == nil && info.Mode().IsRegular() {
 		data, err := os.ReadFile(link)
@@ -82,17 +83,9 @@ func (w *Workspace) SnapshotGitState(ctx context.Context) (GitState, error) {
 			return st, err
 		}
 		st.Files[link] = GitFile{Data: data, Mode: info.Mode()}
-		for _, p := range w.linkPaths(data)[1:] {
-			if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() {
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return st, err
-				}
-				st.Files[p] = GitFile{Data: data, Mode: info.Mode()}
-			}
-		}
+		paths = w.linkPaths(data)[1:]
 	}
-	for _, p := range w.guardedPaths(ctx) {
+	for _, p := range append(paths, w.guardedPaths(ctx)...) {
 		data, err := os.ReadFile(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
