@@ -11,6 +11,7 @@ package tamper
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -26,7 +27,20 @@ import (
 
 func TestMain(m *testing.M) {
 	gittest.Isolate()
-	os.Exit(m.Run())
+	// Attacks that plant files in $TMPDIR, where steps run without mounts,
+	// plant them in a directory this test removes.
+	tmp, err := os.MkdirTemp("", "tamper-")
+	if err != nil {
+		panic(err)
+	}
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	if err := os.RemoveAll(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
 }
 
 // verdicts says what each attack must end in, where the steps run without

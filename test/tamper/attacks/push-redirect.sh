@@ -1,7 +1,8 @@
 # Redirect the supervisor's push to a repository of the Researcher's own, and
 # plant a pre-push hook.
-git init -q --bare /tmp/ar-stolen-$$.git
-git config url."file:///tmp/ar-stolen-$$.git".pushInsteadOf "http://"
+stolen="${TMPDIR:-/tmp}/ar-stolen-$$.git"
+git init -q --bare "$stolen"
+git config url."file://$stolen".pushInsteadOf "http://"
 hooks="$(git rev-parse --git-common-dir)/hooks"
 mkdir -p "$hooks"
 printf '#!/bin/sh\ntouch "%s"\n' "$MARKER" > "$hooks/pre-push"
