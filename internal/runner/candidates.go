@@ -142,6 +142,7 @@ func (l *Local) runCandidateResearcher(ctx context.Context, a round.Action) (*ro
 		), envVars(l.spec.Researcher.Env)...),
 			// Last: a HOME in researcher.env is a pod's.
 			researcherEnv...),
+		APIKeys:   true,
 		Timeout:   l.spec.ResearcherTimeout(),
 		KillGrace: l.opts.KillGrace,
 		LogPath:   filepath.Join(logs, "researcher.log"),

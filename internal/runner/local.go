@@ -597,6 +597,7 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 		), envVars(l.spec.Researcher.Env)...),
 			// Last: a HOME in researcher.env is a pod's.
 			researcherEnv...),
+		APIKeys:   true,
 		Timeout:   l.spec.ResearcherTimeout(),
 		KillGrace: l.opts.KillGrace,
 		LogPath:   filepath.Join(dir, "researcher.log"),

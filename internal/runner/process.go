@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/autoresearch-dev/autoresearch-operator/internal/agent"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
 )
 
@@ -23,8 +24,13 @@ type Process struct {
 	// Command runs with `sh -c` in Dir.
 	Command string
 	Dir     string
-	// Env is added to the runner's own environment.
+	// Env is added to the runner's own environment, from which the model
+	// providers' API key variables are taken out unless APIKeys.
 	Env []string
+	// APIKeys keeps the runner's API key variables for a Researcher, which
+	// calls its model with them; code it wrote, which training, the
+	// evaluation and the checks run, never gets them.
+	APIKeys bool
 	// Timeout sends SIGTERM to the process group; KillGrace later, SIGKILL.
 	Timeout   time.Duration
 	KillGrace time.Duration
@@ -110,7 +116,11 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	argv := c.argv(p.Command, mounts)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
-	cmd.Env = append(os.Environ(), p.Env...)
+	environ := os.Environ()
+	if !p.APIKeys {
+		environ = agent.CommandEnv(environ)
+	}
+	cmd.Env = append(environ, p.Env...)
 	cmd.Stdout = pw
 	cmd.Stderr = pw
 	cmd.SysProcAttr = c.attr(len(mounts) > 0, p.Offline && c.offline())
