@@ -42,6 +42,7 @@ func newRunCommand() *cobra.Command {
 		verbose    bool
 		grace      time.Duration
 		rebaseline bool
+		isolation  bool
 		gpus       []string
 		writable   []string
 		home       string
@@ -81,7 +82,7 @@ func newRunCommand() *cobra.Command {
 			}
 			opts := runner.Options{
 				Out: cmd.OutOrStdout(), Verbose: verbose, Stop: stop, Grace: grace, KillGrace: grace, Rebaseline: rebaseline,
-				GPUs: gpus, Writable: writable, ResearcherHome: home,
+				GPUs: gpus, Writable: writable, ResearcherHome: home, RequireIsolation: isolation,
 			}
 			if len(gpus) == 0 && x.Object.Spec.Candidates > 1 {
 				// One GPU each, from the ones this shell was given.
@@ -108,6 +109,7 @@ func newRunCommand() *cobra.Command {
 	cmd.Flags().StringSliceVar(&gpus, "gpus", nil, "the GPUs the candidates of a round (spec.candidates) train and evaluate on, one each in turn, e.g. 0,1,2,3; each step sees its own as CUDA_VISIBLE_DEVICES (default: the devices CUDA_VISIBLE_DEVICES lists, when spec.candidates > 1)")
 	cmd.Flags().StringSliceVar(&writable, "writable", nil, "a directory that training and evaluation may write besides their checkout (a dataset cache, a scratch disk): the rest of the machine is read-only to them where steps get read-only mounts; repeat or separate with commas")
 	cmd.Flags().StringVar(&home, "researcher-home", "", "the Researcher's HOME, an existing directory it writes, e.g. ~ for your agent's settings and login (default: a directory of the experiment's own, researcher-home in the supervisor's .autoresearch directory, with your home read-only to the Researcher where steps get read-only mounts); what it writes in your home outlives the run, your shell's start-up files included")
+	cmd.Flags().BoolVar(&isolation, "require-isolation", false, "refuse to run where the steps would get no read-only mounts and process namespaces (or, with spec.holdout, the holdout's step no network of its own), instead of warning and running without those guards")
 	cmd.Flags().BoolVar(&rebaseline, "rebaseline", false, "accept a measure (fixed files, train or eval command, metric, baseline…) changed since the experiment started: measure the baseline again on the best code before the next round; the rounds done keep their verdicts")
 	return cmd
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -84,6 +85,25 @@ func MountsWarning() string {
 	}
 	return "steps run without read-only mounts: while it runs, a step can write whatever this user can, the repository's git directory and the supervisor's state included; " +
 		"what it changes of git and of the ledger is undone and fails the round"
+}
+
+// isolated says why the steps here lack the isolation that
+// Options.RequireIsolation asks for: read-only mounts and namespaces, and
+// with a holdout a network namespace for its step; nil when they have it.
+func isolated(holdout bool) error {
+	var missing []string
+	if !ReadOnlyMounts() {
+		missing = append(missing, "read-only mounts (steps are contained by "+Containment()+")")
+	}
+	if holdout && !OfflineSteps() {
+		missing = append(missing, "a network namespace for the holdout's step")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("isolation required, and this machine gives the steps no %s: run as root, or allow unprivileged user namespaces "+
+		"(sysctl kernel.unprivileged_userns_clone=1, or kernel.apparmor_restrict_unprivileged_userns=0), with util-linux's mount, findmnt and setpriv or unshare installed",
+		strings.Join(missing, " and no "))
 }
 
 // ContainmentWarning is what a person should know about the containment

@@ -76,6 +76,11 @@ type Options struct {
 	// spec.output.git; without a token the push uses git's own means over
 	// ssh (the user's ssh agent, keys and known hosts) and none over https.
 	OutputUsername, OutputToken string
+	// RequireIsolation refuses to run unless every step gets read-only
+	// mounts and dies with everything it started, and the holdout's step
+	// a network of its own: the guards that only the machine's namespaces
+	// give, and which are otherwise warned about and gone.
+	RequireIsolation bool
 }
 
 // Local runs one experiment on this machine.
@@ -138,6 +143,11 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	}
 	if err := checkResearcherHome(x, opts.ResearcherHome); err != nil {
 		return v1alpha1.AutoResearchStatus{}, err
+	}
+	if opts.RequireIsolation {
+		if err := isolated(x.Object.Spec.Holdout != nil); err != nil {
+			return v1alpha1.AutoResearchStatus{}, err
+		}
 	}
 	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
 	l.home = researcherHome(x, opts)
