@@ -213,6 +213,18 @@ archive() {
   echo "$out"
 }
 
+# prune NAME VERSION removes the archives of image NAME built for any other
+# version: each holds its layers whole (the PyTorch image's are about a
+# gigabyte), and a checkout builds one per commit it runs.
+prune() {
+  local f
+  for f in "$IMAGE_DIR/$1"-*.tar; do
+    if [ -e "$f" ] && [ "$f" != "$IMAGE_DIR/$1-$2.tar" ]; then
+      rm -f "$f"
+    fi
+  done
+}
+
 # pause_layer prints the digest of a layer holding /pause, the sandbox
 # container a real node's runtime starts for every pod, compiled from the
 # kubernetes module's source.
@@ -235,22 +247,26 @@ for image in "${@:-operator}"; do
       archive "$IMAGE_DIR/autoresearch-operator-$VERSION.tar" "$IMG_REPO:$VERSION" \
         "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=$path\",\"HOME=/home/nonroot\"],\"Entrypoint\":[\"/manager\"],\"WorkingDir\":\"/\",\"Labels\":{\"org.opencontainers.image.version\":\"$VERSION\",\"org.opencontainers.image.source\":\"https://github.com/autoresearch-dev/autoresearch-operator\"}}}" \
         "$(base_layer)" "$(binaries_layer)"
+      prune autoresearch-operator "$VERSION"
       ;;
     go)
       # GOTOOLCHAIN=local: the image cannot download another toolchain.
       archive "$IMAGE_DIR/autoresearch-examples-go-$VERSION.tar" "$GO_IMG_REPO:$VERSION" \
         "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=/usr/local/go/bin:$path\",\"HOME=/home/nonroot\",\"GOTOOLCHAIN=local\",\"CGO_ENABLED=0\",\"GOCACHE=/var/cache/go-build\"],\"Cmd\":[\"/bin/sh\"],\"WorkingDir\":\"/\"}}" \
         "$(base_layer)" "$(go_layer)" "$(go_cache_layer)"
+      prune autoresearch-examples-go "$VERSION"
       ;;
     torch)
       archive "$IMAGE_DIR/autoresearch-examples-torch-$VERSION.tar" "$TORCH_IMG_REPO:$VERSION" \
         "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65532:65532\",\"Env\":[\"PATH=$path\",\"HOME=/home/nonroot\",\"PYTHONDONTWRITEBYTECODE=1\"],\"Cmd\":[\"/usr/bin/python3\"],\"WorkingDir\":\"/\"}}" \
         "$(torch_layer)"
+      prune autoresearch-examples-torch "$VERSION"
       ;;
     pause)
       archive "$IMAGE_DIR/pause-$PAUSE_VERSION.tar" "registry.k8s.io/pause:$PAUSE_VERSION" \
         "{\"architecture\":\"$ARCH\",\"os\":\"linux\",\"created\":\"$created\",\"config\":{\"User\":\"65535:65535\",\"Entrypoint\":[\"/pause\"],\"WorkingDir\":\"/\"}}" \
         "$(pause_layer)"
+      prune pause "$PAUSE_VERSION"
       ;;
     *)
       echo "hack/image.sh: unknown image $image (operator, go, torch, pause)" >&2
