@@ -144,8 +144,12 @@ func (w *Workspace) checkCompliance(ctx context.Context, base, candidate string,
 // outside its checkout, a file that configures git itself
 // (.gitattributes, .gitmodules, .gitignore), which could make git run a
 // command or hide a file, and a file that chooses a toolchain
-// (ChoosesToolchain), which it may not remove either.
+// (ChoosesToolchain), which it may not remove either, nor anything under
+// the name of the supervisor's state directory (namesStateDir).
 func judgeFileType(c change) (Violation, bool) {
+	if namesStateDir(c.to) {
+		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s %s, which names the supervisor's state directory; no candidate may hold it", c.Kind, c.Path)}, true
+	}
 	if ChoosesToolchain(c.Path) {
 		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s %s, a file that chooses the interpreter or toolchain that runs the fixed evaluation", c.Kind, c.Path)}, true
 	}
@@ -303,14 +307,20 @@ func (w *Workspace) splitIgnored(c change) []change {
 	return []change{c}
 }
 
-// supervisorOwned reports whether p is a ledger file or supervisor state,
-// which the supervisor restores or rewrites after every round.
+// supervisorOwned reports whether p is a ledger file, which the supervisor
+// restores or rewrites after every round.
 func supervisorOwned(s side) bool {
-	if !s.inside {
-		return false
-	}
-	return s.rel == ExperiencesFile || s.rel == ResultsFile ||
-		s.rel == stateDirName || strings.HasPrefix(s.rel, stateDirName+"/")
+	return s.inside && (s.rel == ExperiencesFile || s.rel == ResultsFile)
+}
+
+// namesStateDir reports whether p is, or lies in, the supervisor's state
+// directory, which git ignores only as a directory: a change there is a
+// file or link the Researcher put in its place, where the experiment
+// directory has no state of the supervisor's (on a cluster, and in a
+// candidate's copy), and which training, the evaluation and the state
+// itself would follow once committed.
+func namesStateDir(s side) bool {
+	return s.inside && (s.rel == stateDirName || strings.HasPrefix(s.rel, stateDirName+"/"))
 }
 
 // fileRules judges changes by the protocol's fixed and variable files.

@@ -178,14 +178,17 @@ func TestComplianceAndRollback(t *testing.T) {
 		"Researcher reset to the previous commit": {
 			researcher: func(t *testing.T, w *Workspace) { gitT(t, w.Dir, "reset", "-q", "--hard", "HEAD~1") },
 			want: ComplianceReport{
-				// Without Init's .gitignore, the ignored artifacts show up as new files.
+				// Without Init's .gitignore, the ignored artifacts and the
+				// supervisor's state show up as new files.
 				Changes: []FileChange{
+					{Path: ".autoresearch/state.json", Kind: ChangeAdded},
 					{Path: ".gitignore", Kind: ChangeDeleted},
 					{Path: "data/shard.bin", Kind: ChangeAdded},
 					{Path: "model.ckpt", Kind: ChangeAdded},
 				},
 				Violations: []Violation{
 					{Reason: "git history changed: HEAD moved from <hash> to <hash>" + historyRule},
+					{Path: ".autoresearch/state.json", Reason: "added .autoresearch/state.json, which names the supervisor's state directory; no candidate may hold it"},
 					{Path: ".gitignore", Reason: "deleted .gitignore, which is not a variable file"},
 				},
 				HeadMoved: "HEAD moved from <hash> to <hash>",
@@ -312,6 +315,41 @@ func TestComplianceAndRollback(t *testing.T) {
 				t.Errorf("CheckCompliance after rollback = %+v, %v; want no changes", again, err)
 			}
 		})
+	}
+}
+
+// TestTheStateDirectoryIsNoCandidates: where the experiment directory has
+// no state directory of the supervisor's (on a cluster, where the state
+// lies elsewhere, and in a candidate's copy), a Researcher can take its
+// name, which git ignores only as a directory, for a link of its own. The
+// candidate that holds it is refused, and the rollback removes it.
+func TestTheStateDirectoryIsNoCandidates(t *testing.T) {
+	ctx := context.Background()
+	w, base := newExperiment(t)
+	if err := os.RemoveAll(w.StateDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", w.StateDir()); err != nil {
+		t.Fatal(err)
+	}
+	// Elsewhere the name is a file like any other.
+	writeFiles(t, w.Dir, map[string]string{"sub/.autoresearch": "x\n"})
+	report, err := sealAndCheck(ctx, t, w, base, fixedFiles, variableFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ComplianceReport{
+		Changes:    []FileChange{{Path: ".autoresearch", Kind: ChangeAdded}, {Path: "sub/.autoresearch", Kind: ChangeAdded}},
+		Violations: []Violation{{Path: ".autoresearch", Reason: "added .autoresearch, which names the supervisor's state directory; no candidate may hold it"}},
+	}
+	if diff := cmp.Diff(want, withoutHashes(report)); diff != "" {
+		t.Errorf("CheckCompliance (-want +got):\n%s", diff)
+	}
+	if err := w.Rollback(ctx, base); err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	if _, err := os.Lstat(w.StateDir()); !os.IsNotExist(err) {
+		t.Errorf("the link survived the rollback: %v", err)
 	}
 }
 
