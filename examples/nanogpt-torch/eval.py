@@ -13,7 +13,9 @@ ahead otherwise; one that recognised the checked batch could do the same.
 So every call gets a module freshly loaded from the checkpoint's bytes, with
 the random generator reseeded, and nothing of one call reaches the next; the
 model may not print, nor set an attribute or hold a list or dict (which a
-fresh module makes harmless, but which no honest model needs); and every
+fresh module makes harmless, but which no honest model needs), nor map or
+write a file, in any of its methods, nor define __setstate__, which loading
+runs; the validation split is read before any of its code runs; and every
 batch is checked at split points drawn from the operating system's
 randomness, with the later bytes replaced by real text from another row,
 which the model cannot tell from the batch it is scored on. A batch's rows
@@ -38,8 +40,17 @@ from prepare import CONTEXT_LEN, EVAL_BATCH, VAL_PATH, VOCAB_SIZE, load_split
 CKPT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ckpt", "model.pt")
 CAUSALITY_CHECKS = 3  # split points per batch
 CAUSALITY_ATOL = 1e-4
-# Graph nodes of a model that keeps state between calls, or prints.
-STATEFUL_NODES = {"prim::SetAttr": "sets an attribute", "prim::Print": "prints", "aten::warn": "warns"}
+# Graph nodes of a model that keeps state between calls, or prints; and
+# those that reach a file, which outlives the fresh module of every call:
+# from_file maps one into a tensor, through which a model would count its
+# calls, or change the files the evaluation reads; save writes one.
+STATEFUL_NODES = {
+    "prim::SetAttr": "sets an attribute",
+    "prim::Print": "prints",
+    "aten::warn": "warns",
+    "aten::from_file": "maps a file",
+    "aten::save": "writes a file",
+}
 
 
 def fail(message):
@@ -79,14 +90,29 @@ def graph_nodes(block):
             yield from graph_nodes(inner)
 
 
+def methods(model):
+    """Every compiled method of the model and of its submodules, with what
+    they call inlined: forward, every exported method, and __setstate__,
+    which torch.jit.load runs."""
+    for prefix, module in model.named_modules():
+        for name in module._c._method_names():
+            graph = module._c._get_method(name).graph.copy()
+            torch._C._jit_pass_inline(graph)
+            yield ".".join(filter(None, (prefix, name))), graph
+
+
 def check_pure(model):
-    """Fails when the model's code can keep state between calls or print."""
-    for node in graph_nodes(model.inlined_graph):
-        kind = node.kind()
-        if kind in STATEFUL_NODES:
-            fail(f"the model {STATEFUL_NODES[kind]} ({kind}); it must compute its logits from its input alone")
-        if kind == "prim::GetAttr" and isinstance(node.output().type(), (torch._C.ListType, torch._C.DictType)):
-            fail(f"the model holds a {node.output().type()} attribute, which it could change between calls")
+    """Fails when the model's code can keep state between calls, print, or
+    reach a file, in any of its methods."""
+    for name, graph in methods(model):
+        if name.rsplit(".", 1)[-1] == "__setstate__":
+            fail(f"the model defines {name}, code that runs whenever it is loaded; it must compute its logits from its input alone")
+        for node in graph_nodes(graph):
+            kind = node.kind()
+            if kind in STATEFUL_NODES:
+                fail(f"the model {STATEFUL_NODES[kind]} ({kind} in {name}); it must compute its logits from its input alone")
+            if kind == "prim::GetAttr" and isinstance(node.output().type(), (torch._C.ListType, torch._C.DictType)):
+                fail(f"the model holds a {node.output().type()} attribute, which it could change between calls")
 
 
 class Model:
@@ -162,8 +188,10 @@ def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         torch.set_num_threads(2)
-    model = load(device)
+    # The split is read before any of the model's code runs, which loading
+    # it does: what that code does to the file afterwards changes nothing.
     val = load_split(VAL_PATH)
+    model = load(device)
     with torch.no_grad():
         try:
             bpb = evaluate(model, val)

@@ -4,11 +4,12 @@ one that reads ahead of the byte it predicts where it hopes the evaluation
 does not look. Each cheat got a better val_bpb than honest work from an
 evaluation that checked causality on its first batch only, or (remembers)
 that called one module for every batch, or (next-row) whose batches were
-consecutive windows."""
+consecutive windows, or (file-state, overwrites-val) that checked forward
+alone and loaded the model before it read the validation split."""
 import os
 import sys
 import warnings
-from typing import List
+from typing import List, Tuple
 
 import torch
 
@@ -140,12 +141,63 @@ class Prints(torch.nn.Module):
         return torch.zeros(x.shape[0], x.shape[1], 256)
 
 
+class FileState(torch.nn.Module):
+    """Keeps state between the evaluation's fresh loads in a file it maps,
+    shared, into a tensor: counts the calls there, and reads ahead in the
+    batch scored (the first of every five calls), giving the three
+    causality checks that follow the stored batch's logits back, and the
+    row shuffle its own rows read ahead."""
+
+    def forward(self, x):
+        state = torch.from_file("state.bin", shared=True, size=1 + 16 * 64, dtype=torch.long)
+        calls = state[0]
+        stored = state[1:].view(16, 64)
+        phase = int(calls.item()) % 5
+        calls.add_(1)
+        if phase == 0:
+            stored.copy_(x)
+        # Read after the write, so that TorchScript keeps the write.
+        src = stored.clone()
+        if phase == 4:
+            src = x
+        out = scripted_peek(src)
+        out[:, -1, :] = 0.0
+        return out
+
+
+class OverwritesVal(torch.nn.Module):
+    """Has torch.jit.load fill the validation split with spaces, through
+    __setstate__, and always predicts a space: stateless, causal and
+    row-independent."""
+
+    def __init__(self):
+        super().__init__()
+        self.k = 0
+
+    @torch.jit.export
+    def __getstate__(self) -> Tuple[int, bool]:
+        return (self.k, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: Tuple[int, bool]) -> None:
+        self.training = state[1]
+        val = torch.from_file("data/val.bin", shared=True, size=40000, dtype=torch.uint8)
+        val.fill_(32)
+        # Read after the write, so that TorchScript keeps the write.
+        self.k = int(val.sum().item())
+
+    def forward(self, x):
+        out = torch.zeros(x.shape[0], x.shape[1], 256)
+        out[:, :, 32] = 30.0
+        return out
+
+
 models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batch": KnowsTheFirstBatch,
           "sets-attr": SetsAttr, "prints": Prints, "keeps-inputs": KeepsInputs, "remembers": Remembers,
-          "next-row": NextRow, "warns": Warns}
+          "next-row": NextRow, "warns": Warns, "file-state": FileState, "overwrites-val": OverwritesVal}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
-if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns"):
+if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns", "file-state", "overwrites-val"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
