@@ -86,7 +86,7 @@ func (w *Workspace) SealDir(ctx context.Context, round int32, candidate, base, d
 // name) at the new commit and returns it. When the change conflicts with
 // what onto changed, it returns the conflicting files instead.
 func (w *Workspace) Carry(ctx context.Context, round int32, name, candidate, onto string) (string, []string, error) {
-	out, err := git(ctx, w.Root, "merge-tree", "--write-tree", "--name-only", "--no-messages", onto, candidate)
+	out, err := w.mergeTree(ctx, onto, candidate)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) && exit.ExitCode() == 1 && len(lines) > 1 {
 		return "", lines[1:], nil
@@ -102,6 +102,25 @@ func (w *Workspace) Carry(ctx context.Context, round int32, name, candidate, ont
 		return "", nil, err
 	}
 	return commit, nil, nil
+}
+
+// mergeTree merges theirs into ours with git merge-tree --write-tree, in
+// an empty work tree of its own: git takes the attributes that choose a
+// merge driver (merge=union, …) from the work tree, where a Researcher may
+// leave a .gitattributes that no commit holds, and that would join two
+// conflicting changes.
+func (w *Workspace) mergeTree(ctx context.Context, ours, theirs string) (string, error) {
+	gitDir, err := git(ctx, w.Root, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return "", err
+	}
+	empty, err := os.MkdirTemp("", "autoresearch-merge-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(empty)
+	env := []string{"GIT_DIR=" + strings.TrimSpace(gitDir), "GIT_WORK_TREE=" + empty}
+	return gitEnv(ctx, empty, env, "merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs)
 }
 
 // Combine applies the changes of candidates, each sealed on base, together
@@ -125,7 +144,7 @@ func (w *Workspace) Combine(ctx context.Context, round int32, name, base string,
 	}
 	for _, c := range candidates[1:] {
 		// Every candidate's parent is base, so base is each merge's base.
-		out, err := git(ctx, w.Root, "merge-tree", "--write-tree", "--name-only", "--no-messages", merged, c)
+		out, err := w.mergeTree(ctx, merged, c)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) && exit.ExitCode() == 1 && len(lines) > 1 {
 			return "", lines[1:], nil

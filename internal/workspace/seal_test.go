@@ -255,10 +255,19 @@ func TestCombine(t *testing.T) {
 		t.Errorf("the combination's train.py = %q, want the first candidate's", got)
 	}
 
+	// Attributes that a Researcher leaves in the worktree, where no commit
+	// holds them, choose no merge driver: union would join both lines.
+	writeFiles(t, w.Root, map[string]string{".gitattributes": "* merge=union\n"})
+	writeFiles(t, w.Dir, map[string]string{".gitattributes": "* merge=union\n"})
 	commit, conflicts, err = w.Combine(ctx, 4, "d", base, []string{lr, steps, otherLR})
 	if err != nil || commit != "" || strings.Join(conflicts, ",") != "examples/x/train.py" {
 		t.Errorf("Combine of two changes to one line = %q, %v, %v; want the conflict in train.py", commit, conflicts, err)
 	}
+	if _, conflicts, err := w.Carry(ctx, 4, "e", otherLR, lr); err != nil || strings.Join(conflicts, ",") != "examples/x/train.py" {
+		t.Errorf("Carry of a change to a line changed since = %v, %v; want the conflict in train.py", conflicts, err)
+	}
+	remove(t, filepath.Join(w.Root, ".gitattributes"))
+	remove(t, filepath.Join(w.Dir, ".gitattributes"))
 
 	later := keep(ctx, t, w, 5, base, "a kept round")
 	onLater, err := w.Seal(ctx, 6, later)
