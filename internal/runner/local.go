@@ -29,6 +29,8 @@ const (
 	stateFile  = "state.json"
 	notesFile  = "notes.txt"
 	resultFile = "researcher-result.json"
+	// maxResultBytes bounds what is read of the Researcher's result file.
+	maxResultBytes = 1 << 20
 	// protocolFile keeps the protocol the experiment started with, or the
 	// one a rebaseline accepted, whose measure
 	// (spec.AutoResearchSpec.FrozenChanges) may not change.
@@ -926,7 +928,7 @@ func (l *Local) live() io.Writer {
 }
 
 func readUsage(path string) (v1alpha1.Usage, error) {
-	data, err := os.ReadFile(path)
+	data, err := workspace.ReadRegularFile(path, maxResultBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return v1alpha1.Usage{}, nil
 	}

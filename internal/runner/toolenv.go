@@ -164,6 +164,9 @@ func checkoutToolEnv(dir, root string) []string {
 	}
 }
 
+// maxToolchainFileBytes bounds what is read of a toolchain file.
+const maxToolchainFileBytes = 1 << 20
+
 // toolchainFilesAbove are the files by which version managers and cargo
 // choose a toolchain (workspace.ToolchainFiles, .cargo/config.toml) in dir
 // and in every directory above it, each with a digest of what it holds.
@@ -179,7 +182,7 @@ func toolchainFilesAbove(dir string) map[string]string {
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		for _, n := range names {
 			p := filepath.Join(d, n)
-			data, err := os.ReadFile(p)
+			data, err := workspace.ReadRegularFile(p, maxToolchainFileBytes)
 			switch {
 			case err == nil:
 				found[p] = fmt.Sprintf("%x", sha256.Sum256(data))

@@ -93,7 +93,7 @@ func (b *Backup) restore(dir string) ([]string, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(b.files)) {
 		p := filepath.Join(dir, name)
-		if now, err := os.ReadFile(p); err == nil && string(now) == string(b.files[name]) {
+		if now, err := workspace.ReadRegularFile(p, workspace.MaxLedgerBytes); err == nil && string(now) == string(b.files[name]) {
 			continue
 		}
 		changed = append(changed, name)
@@ -233,7 +233,7 @@ func ledgerForgery(ws *workspace.Workspace, dir string, round int32) ([]string, 
 	if err != nil {
 		return nil, err
 	}
-	if now, err := os.ReadFile(ws.ResultsPath()); err != nil || string(now) != string(saved) {
+	if now, err := workspace.ReadRegularFile(ws.ResultsPath(), workspace.MaxLedgerBytes); err != nil || string(now) != string(saved) {
 		forged = append(forged, workspace.ResultsFile)
 	}
 	before, err := workspace.ReadLedger(filepath.Join(dir, workspace.ExperiencesFile))

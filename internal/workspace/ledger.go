@@ -127,7 +127,7 @@ func (l Ledger) hasRound(round int) bool {
 // appear more than once for a round, as when the Researcher appends its own,
 // are merged: later non-empty cells win.
 func ReadLedger(path string) (Ledger, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadRegularFile(path, MaxLedgerBytes)
 	if err != nil {
 		return Ledger{}, err
 	}
@@ -261,7 +261,7 @@ func StrategyCell(s string) string {
 // which is the Researcher's appended `| N |  |  |  | strategy |  |  |`.
 // It returns "" when there is none or the file cannot be read.
 func StrategyFrom(path string, round int) string {
-	data, err := os.ReadFile(path)
+	data, err := ReadRegularFile(path, MaxLedgerBytes)
 	if err != nil {
 		return ""
 	}

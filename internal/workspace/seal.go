@@ -183,6 +183,9 @@ func (w *Workspace) seal(ctx context.Context, dir string, treeEnv []string, ref,
 		if _, err := gitEnv(ctx, dir, env, "read-tree", baseCommit); err != nil {
 			return err
 		}
+		if err := removeSpecialFiles(ctx, dir, env); err != nil {
+			return err
+		}
 		if _, err := gitEnv(ctx, dir, env, "add", "-A", "--", "."); err != nil {
 			return err
 		}
@@ -204,6 +207,33 @@ func (w *Workspace) seal(ctx context.Context, dir string, treeEnv []string, ref,
 		return "", err
 	}
 	return commit, nil
+}
+
+// removeSpecialFiles removes from dir what a Researcher put in place of a
+// file of base's — the index env names — that git cannot hold: a named
+// pipe, a socket or a device. git add refuses the whole seal for one, so a
+// Researcher that left one would fail its round with an error rather than a
+// verdict, and, on a cluster, the check again and again. Removed, the file
+// is judged as deleted. git passes such files over where base has none.
+func removeSpecialFiles(ctx context.Context, dir string, env []string) error {
+	out, err := gitEnv(ctx, dir, env, "ls-files", "-z", "--cached", "--", ".")
+	if err != nil {
+		return err
+	}
+	for _, p := range strings.Split(out, "\x00") {
+		if p == "" {
+			continue
+		}
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		info, err := os.Lstat(full)
+		if err != nil || info.Mode().Type()&(os.ModeNamedPipe|os.ModeSocket|os.ModeDevice|os.ModeCharDevice) == 0 {
+			continue
+		}
+		if err := os.Remove(full); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Checkout writes commit's files into dest, which it empties first, as a

@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // keep seals the worktree as round's candidate on base and commits it, as
@@ -276,5 +279,28 @@ func TestCombine(t *testing.T) {
 	}
 	if _, _, err := w.Combine(ctx, 7, "c", base, []string{lr, onLater}); err == nil {
 		t.Error("Combine took a commit that was not sealed on the base")
+	}
+}
+
+// TestSealTakesAPipeForADeletedFile: git can hold no named pipe, and
+// refuses the seal of a tree with one where base has a file. The seal
+// takes the file as deleted, which compliance judges, rather than fail the
+// round with an error; a pipe where base has nothing git passes over.
+func TestSealTakesAPipeForADeletedFile(t *testing.T) {
+	ctx := context.Background()
+	w, base := newExperiment(t)
+	remove(t, inDir(w, "train.py"))
+	for _, p := range []string{inDir(w, "train.py"), inDir(w, "new.pipe")} {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report, err := sealAndCheck(ctx, t, w, base, fixedFiles, variableFiles)
+	if err != nil {
+		t.Fatalf("seal and check: %v", err)
+	}
+	want := []Violation{{Path: "train.py", Reason: "deleted variable file train.py, which the train command needs"}}
+	if diff := cmp.Diff(want, report.Violations); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
 	}
 }

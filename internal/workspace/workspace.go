@@ -344,14 +344,19 @@ type savedFile struct {
 func (w *Workspace) saveLedger() ([]savedFile, error) {
 	var saved []savedFile
 	for _, p := range []string{w.ExperiencesPath(), w.ResultsPath()} {
-		info, err := os.Stat(p)
+		info, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		data, err := os.ReadFile(p)
+		if !info.Mode().IsRegular() {
+			// A Researcher's link or pipe: the checkout puts the
+			// committed file back.
+			continue
+		}
+		data, err := ReadRegularFile(p, MaxLedgerBytes)
 		if err != nil {
 			return nil, err
 		}

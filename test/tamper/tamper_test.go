@@ -93,6 +93,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"train-links-eval-log":        v1alpha1.VerdictNotImproved,
 	"train-plants-filter":         v1alpha1.VerdictComplianceFailed,
 	"train-rewrites-eval":         v1alpha1.VerdictNotImproved,
+	"ledger-fifo":                 v1alpha1.VerdictComplianceFailed,
 	// A round of one finds the name taken by the supervisor's directory.
 	"state-dir-link": v1alpha1.VerdictImproved,
 }
