@@ -61,7 +61,9 @@ func budgetLines(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatu
 // none would.
 func budgetExhausted(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, now time.Time) string {
 	for _, u := range budgetUses(spec, st) {
-		if u.used >= u.capv || u.used+u.perRound > u.capv {
+		// A total that is no number, as a state written before reports
+		// were checked may hold, stops the loop too.
+		if !(u.used < u.capv) || u.used+u.perRound > u.capv {
 			return fmt.Sprintf("budget %s exhausted: %s of %s %s used, and a round uses %s on average",
 				u.name, roundedTo(u.used, 4), roundedTo(u.capv, 6), u.unit, roundedTo(u.perRound, 4))
 		}

@@ -1,6 +1,7 @@
 package round
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,16 @@ func TestNextBudget(t *testing.T) {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestABudgetStopsATotalThatIsNoNumber: a total cost that is no number, as
+// a status written before the Researchers' reports were checked may hold,
+// stops the loop rather than pass every comparison.
+func TestABudgetStopsATotalThatIsNoNumber(t *testing.T) {
+	spec := &v1alpha1.AutoResearchSpec{Budget: &v1alpha1.BudgetSpec{Cost: "1"}}
+	st := &v1alpha1.AutoResearchStatus{Usage: v1alpha1.Usage{Cost: "NaN"}}
+	if got := budgetExhausted(spec, st, time.Now()); !strings.HasPrefix(got, "budget cost exhausted") {
+		t.Errorf("budgetExhausted = %q, want the cost budget exhausted", got)
 	}
 }

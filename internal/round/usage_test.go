@@ -1,6 +1,7 @@
 package round
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -38,6 +39,24 @@ func TestNextUsage(t *testing.T) {
 			baseline: &v1alpha1.BaselineSpec{Value: "1.0"},
 			usage:    []v1alpha1.Usage{{}, {}},
 			want:     v1alpha1.Usage{ResearcherSeconds: 121},
+		},
+		// The Researcher reports its usage: a negative count or cost, or a
+		// cost that is no finite number, would take back what the rounds
+		// before used, or make the total NaN, which no budget stops.
+		"a negative count and a negative cost count as nothing": {
+			baseline: &v1alpha1.BaselineSpec{Value: "1.0"},
+			usage:    []v1alpha1.Usage{{InputTokens: 1000, Cost: "0.5"}, {InputTokens: -1000000000, OutputTokens: -5, Cost: "-1000"}},
+			want:     v1alpha1.Usage{ResearcherSeconds: 121, InputTokens: 1000, Cost: "0.5"},
+		},
+		"a cost that is no number counts as nothing": {
+			baseline: &v1alpha1.BaselineSpec{Value: "1.0"},
+			usage:    []v1alpha1.Usage{{Cost: "NaN"}, {Cost: "+Inf"}},
+			want:     v1alpha1.Usage{ResearcherSeconds: 121, Cost: "0"},
+		},
+		"a count past the largest stops there": {
+			baseline: &v1alpha1.BaselineSpec{Value: "1.0"},
+			usage:    []v1alpha1.Usage{{InputTokens: math.MaxInt64 - 1}, {InputTokens: math.MaxInt64}},
+			want:     v1alpha1.Usage{ResearcherSeconds: 121, InputTokens: math.MaxInt64},
 		},
 		"measured baseline runs count": {
 			gpus:     1,
