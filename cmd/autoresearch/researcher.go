@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/agent"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/keyenv"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/scripted"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
@@ -211,7 +212,7 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	tools, err := agent.NewToolbox(agent.ToolboxOptions{
 		Dir: dir, Fixed: fixed, ExperiencesPath: inv.ExperiencesPath, Round: inv.Round,
 		CommandTimeout: f.commandTimeout, OutputLimit: f.outputLimit,
-		Env: agent.CommandEnv(os.Environ(), key), Redact: redact,
+		Env: keyenv.Without(os.Environ(), key), Redact: redact,
 	})
 	if err != nil {
 		return err

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/keyenv"
 )
 
 const experiencesHeader = "status: running | rounds: 0\n\n| Round | Compliance | Result | Verdict | Strategy | Insight | Note |\n|---|---|---|---|---|---|---|\n"
@@ -55,7 +57,7 @@ func newTools(t *testing.T, dir string) *Toolbox {
 	t.Helper()
 	tools, err := NewToolbox(ToolboxOptions{
 		Dir: dir, Fixed: []string{"eval.py"}, ExperiencesPath: filepath.Join(dir, "experiences.md"), Round: 1,
-		CommandTimeout: 30 * time.Second, Env: CommandEnv(os.Environ(), testKey), Redact: NewRedactor(testKey),
+		CommandTimeout: 30 * time.Second, Env: keyenv.Without(os.Environ(), testKey), Redact: NewRedactor(testKey),
 	})
 	if err != nil {
 		t.Fatal(err)

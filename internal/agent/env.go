@@ -2,8 +2,9 @@ package agent
 
 import (
 	"fmt"
-	"slices"
 	"strings"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/keyenv"
 )
 
 // Providers this package speaks.
@@ -14,11 +15,7 @@ const (
 
 // EnvAPIKey is the provider-neutral variable for the API key; it wins over
 // the provider's own.
-const EnvAPIKey = "AUTORESEARCH_API_KEY"
-
-// keyVariables are removed from the commands' environment wherever the
-// key came from.
-var keyVariables = []string{EnvAPIKey, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY"}
+const EnvAPIKey = keyenv.EnvAPIKey
 
 // APIKey finds the key for provider: in the variable named by keyEnv when
 // given, else in AUTORESEARCH_API_KEY, else in ANTHROPIC_API_KEY or
@@ -41,19 +38,4 @@ func APIKey(provider, keyEnv string, getenv func(string) string) (key, source st
 		}
 	}
 	return "", "", fmt.Errorf("no API key: set %s (from a Secret on Kubernetes); keys are never taken from the command line", strings.Join(names, " or "))
-}
-
-// CommandEnv is environ without API keys, for the commands the model runs:
-// it drops the usual key variables and any variable holding one of the
-// secrets.
-func CommandEnv(environ []string, secrets ...string) []string {
-	var out []string
-	for _, kv := range environ {
-		name, value, _ := strings.Cut(kv, "=")
-		if slices.Contains(keyVariables, name) || (value != "" && slices.Contains(secrets, value)) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/autoresearch-dev/autoresearch-operator/internal/keyenv"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -95,7 +96,7 @@ func NewToolbox(o ToolboxOptions) (*Toolbox, error) {
 		o.OutputLimit = 16 << 10
 	}
 	if o.Env == nil {
-		o.Env = CommandEnv(os.Environ())
+		o.Env = keyenv.Without(os.Environ())
 	}
 	if o.ExperiencesPath != "" && !filepath.IsAbs(o.ExperiencesPath) {
 		o.ExperiencesPath = filepath.Join(o.Dir, o.ExperiencesPath)

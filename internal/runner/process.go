@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/autoresearch-dev/autoresearch-operator/internal/agent"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/keyenv"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
 )
 
@@ -118,7 +118,7 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	cmd.Dir = p.Dir
 	environ := os.Environ()
 	if !p.APIKeys {
-		environ = agent.CommandEnv(environ)
+		environ = keyenv.Without(environ)
 	}
 	cmd.Env = append(environ, p.Env...)
 	cmd.Stdout = pw

@@ -1,0 +1,29 @@
+// Package keyenv names the environment variables that hold a model
+// provider's API key, and takes them out of an environment: the commands a
+// model runs, and the code a Researcher wrote, get none of them.
+package keyenv
+
+import (
+	"slices"
+	"strings"
+)
+
+// EnvAPIKey is the provider-neutral variable for the API key.
+const EnvAPIKey = "AUTORESEARCH_API_KEY"
+
+// Variables hold API keys, wherever a key came from.
+var Variables = []string{EnvAPIKey, "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY"}
+
+// Without is environ without Variables and any variable whose value is one
+// of secrets.
+func Without(environ []string, secrets ...string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if slices.Contains(Variables, name) || (value != "" && slices.Contains(secrets, value)) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
