@@ -109,7 +109,7 @@ func (w *Workspace) Carry(ctx context.Context, round int32, name, candidate, ont
 // merge driver (merge=union, …) from the work tree, where a Researcher may
 // leave a .gitattributes that no commit holds, and that would join two
 // conflicting changes.
-func (w *Workspace) mergeTree(ctx context.Context, ours, theirs string) (string, error) {
+func (w *Workspace) mergeTree(ctx context.Context, ours, theirs string) (out string, err error) {
 	gitDir, err := git(ctx, w.Root, "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return "", err
@@ -118,7 +118,7 @@ func (w *Workspace) mergeTree(ctx context.Context, ours, theirs string) (string,
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(empty)
+	defer func() { err = errors.Join(err, os.RemoveAll(empty)) }()
 	env := []string{"GIT_DIR=" + strings.TrimSpace(gitDir), "GIT_WORK_TREE=" + empty}
 	return gitEnv(ctx, empty, env, "merge-tree", "--write-tree", "--name-only", "--no-messages", ours, theirs)
 }
