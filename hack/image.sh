@@ -45,7 +45,10 @@ IMAGE_DIR=${IMAGE_DIR:-$root/bin/image}
 DEBIAN_SUITE=trixie
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PACKAGES=ca-certificates,git,openssh-client
-TORCH_PACKAGES="python3 python3-torch python3-numpy"
+# OpenBLAS: without recommends, apt gives torch the reference BLAS, with
+# which the PyTorch example trained in 45 s in its container, against 6 s
+# on a machine with OpenBLAS.
+TORCH_PACKAGES="python3 python3-torch python3-numpy libopenblas0-pthread"
 ARCH=amd64
 K8S_VERSION=${K8S_VERSION:-1.37.2}
 # The sandbox image containerd 2.4 pins.
@@ -133,10 +136,15 @@ base_layer() {
 # torch_layer prints the digest of the torch image's one layer, building it
 # once.
 torch_layer() {
-  local rootfs=$IMAGE_DIR/.rootfs-$DEBIAN_SUITE-torch digest
+  # The cached root file system is the package list's.
+  local rootfs=$IMAGE_DIR/.rootfs-$DEBIAN_SUITE-torch-$(printf '%s' "$TORCH_PACKAGES" | sha256sum | cut -c1-12) digest
   cached "$rootfs.digest" && return
-  # shellcheck disable=SC2086 # TORCH_PACKAGES is a list.
-  [ -f "$rootfs.done" ] || debootstrap_rootfs "$rootfs" $TORCH_PACKAGES
+  if [ ! -f "$rootfs.done" ]; then
+    # Those of other package lists go: each is over a gigabyte.
+    rm -rf "$IMAGE_DIR/.rootfs-$DEBIAN_SUITE-torch" "$IMAGE_DIR/.rootfs-$DEBIAN_SUITE-torch".* "$IMAGE_DIR/.rootfs-$DEBIAN_SUITE-torch-"*
+    # shellcheck disable=SC2086 # TORCH_PACKAGES is a list.
+    debootstrap_rootfs "$rootfs" $TORCH_PACKAGES
+  fi
   tarball "$rootfs" "$work/torch.tar" --exclude='dev/*' --exclude='proc/*' --exclude='sys/*' \
     --exclude='usr/share/man/*' --exclude='usr/share/info/*' --exclude='usr/share/doc/*'
   digest=$(store "$work/torch.tar")
