@@ -329,3 +329,57 @@ func TestVersion(t *testing.T) {
 		t.Errorf("autoresearch version printed %q, want %q", out, want)
 	}
 }
+
+// TestResearcherTextReachesNoTerminalRaw: a strategy with escape sequences
+// (retitle the window, clear the screen, colour the text) reaches the
+// ledger, `run`'s progress, `status` and the report without its control
+// characters, and with the rest of its words.
+func TestResearcherTextReachesNoTerminalRaw(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "repo")
+	commitRepo(t, repo, map[string]string{
+		"train.sh":   "#!/bin/sh\nSCORE=10\necho $SCORE > out.txt\n",
+		"eval.sh":    "#!/bin/sh\necho \"score: $(cat out.txt)\"\n",
+		".gitignore": "out.txt\n",
+		"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 1
+  fixed: {files: [eval.sh], timeLimit: 10s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: score, direction: maximize, command: "./eval.sh"}
+  researcher:
+    command: "sed -i s/SCORE=10/SCORE=20/ train.sh && printf '| 1 |  |  |  | double \\033]0;PWNED\\007\\033[2J\\033[31mred SCORE |  |  |\\n' >> $AUTORESEARCH_EXPERIENCES"
+`,
+	})
+	file, wt := filepath.Join(repo, "experiment.yaml"), filepath.Join(filepath.Dir(repo), "wt")
+	outputs := map[string]string{}
+	var err error
+	if outputs["run"], err = execute(t, "run", "-f", file, "--worktree", wt); err != nil {
+		t.Fatalf("run: %v\n%s", err, outputs["run"])
+	}
+	if outputs["status"], err = execute(t, "status", "-f", file, "--worktree", wt); err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	outputs["the branch's ledger"] = testGit(t, wt, "show", "autoresearch/toy:experiences.md")
+	dir := filepath.Join(t.TempDir(), "report")
+	if out, err := execute(t, "report", "-f", file, "--worktree", wt, "-o", dir); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs["report.md"] = string(data)
+	for name, out := range outputs {
+		if strings.ContainsAny(out, "\x1b\x07") {
+			t.Errorf("%s holds a control character:\n%q", name, out)
+		}
+		if !strings.Contains(out, "double ]0;PWNED[2J[31mred SCORE") {
+			t.Errorf("%s lacks the strategy's words:\n%s", name, out)
+		}
+	}
+}

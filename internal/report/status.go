@@ -128,7 +128,9 @@ func StatusText(v StatusView) string {
 	if v.Footer != "" {
 		fmt.Fprintln(out, v.Footer)
 	}
-	return out.String()
+	// The texts come from Researchers, and from states written before
+	// the engine kept them printable.
+	return text.Printable(out.String())
 }
 
 // writeTable writes rows in columns two spaces apart, padded by the width

@@ -24,13 +24,13 @@ func (e *engine) fitStatus() {
 			continue
 		}
 		for i := range cr.Tasks {
-			cr.Tasks[i] = text.Truncate(cr.Tasks[i], maxTaskLength)
+			cr.Tasks[i] = fit(cr.Tasks[i], maxTaskLength)
 		}
 		for i := range cr.Candidates {
 			c := &cr.Candidates[i]
-			c.Strategy = text.Truncate(c.Strategy, maxStrategyLength)
-			c.ComplianceMessage = text.Truncate(c.ComplianceMessage, maxComplianceMessage)
-			c.Insight = text.Truncate(c.Insight, maxInsightLength)
+			c.Strategy = fit(c.Strategy, maxStrategyLength)
+			c.ComplianceMessage = fit(c.ComplianceMessage, maxComplianceMessage)
+			c.Insight = fit(c.Insight, maxInsightLength)
 		}
 	}
 	for i := range e.st.History {
@@ -39,7 +39,12 @@ func (e *engine) fitStatus() {
 }
 
 func fitRecord(r *v1alpha1.RoundRecord) {
-	r.Strategy = text.Truncate(r.Strategy, maxStrategyLength)
-	r.ComplianceMessage = text.Truncate(r.ComplianceMessage, maxComplianceMessage)
-	r.Insight = text.Truncate(r.Insight, maxInsightLength)
+	r.Strategy = fit(r.Strategy, maxStrategyLength)
+	r.ComplianceMessage = fit(r.ComplianceMessage, maxComplianceMessage)
+	r.Insight = fit(r.Insight, maxInsightLength)
+}
+
+// fit is s, which a step's output filled, printable and cut to n bytes.
+func fit(s string, n int) string {
+	return text.Truncate(text.Printable(s), n)
 }

@@ -28,7 +28,11 @@ type reporter struct {
 // printf writes to the user's terminal (or whatever Options.Out is). The
 // loop must not stop for a progress line that could not be shown, and there
 // is nowhere better to report that it was not: the error is dropped.
-func (r *reporter) printf(format string, args ...any) { _, _ = fmt.Fprintf(r.w, format, args...) }
+// printf writes a line of the runner's own, printable: the strategies and
+// insights in it come from Researchers.
+func (r *reporter) printf(format string, args ...any) {
+	_, _ = io.WriteString(r.w, text.Printable(fmt.Sprintf(format, args...)))
+}
 
 func (r *reporter) start(l *Local) {
 	s, st := l.spec, l.status

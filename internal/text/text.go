@@ -2,7 +2,11 @@
 // a message is cut and a commit is shortened the same way everywhere.
 package text
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // ellipsis marks where Truncate cut.
 const ellipsis = "…"
@@ -26,4 +30,18 @@ func ShortCommit(hash string) string {
 		return hash[:7]
 	}
 	return hash
+}
+
+// Printable is s without control characters but tabs and newlines: a
+// Researcher writes the strategies, insights and logs that reach a
+// person's terminal, where an escape sequence would retitle the window,
+// clear the screen, move the cursor over the best result or hide what
+// follows.
+func Printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' {
+			return -1
+		}
+		return r
+	}, s)
 }

@@ -34,3 +34,16 @@ func TestShortCommit(t *testing.T) {
 		t.Errorf("ShortCommit of a short name = %q", got)
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	cases := map[string]string{
+		"double \x1b]0;title\x07\x1b[2J\x1b[31mred SCORE": "double ]0;title[2J[31mred SCORE",
+		"a\tb\nc\r\x7f\u009b2J":                           "a\tb\nc2J",
+		"plain — text ✅":                                  "plain — text ✅",
+	}
+	for in, want := range cases {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // Ledger is experiences.md: the experiment's summary and one row per round.
@@ -253,7 +254,7 @@ func AppendStrategy(path string, round int, strategy string) error {
 // StrategyCell is a strategy as its table cell holds it: one line, with
 // white space folded and pipes escaped.
 func StrategyCell(s string) string {
-	return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`)
+	return strings.ReplaceAll(strings.Join(strings.Fields(text.Printable(s)), " "), "|", `\|`)
 }
 
 // StrategyFrom returns the strategy recorded for round in the ledger file as
