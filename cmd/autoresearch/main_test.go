@@ -30,6 +30,13 @@ func execute(t *testing.T, args ...string) (string, error) {
 // doubles SCORE in train.sh and records its strategy.
 func toyRepo(t *testing.T, spec string) string {
 	t.Helper()
+	return toyRepoWith(t, `sed -i s/SCORE=10/SCORE=20/ train.sh && echo '| 1 |  |  |  | double SCORE |  |  |' >> $AUTORESEARCH_EXPERIENCES`, spec)
+}
+
+// toyRepoWith is toyRepo with the Researcher's command, as the experiment
+// file's double-quoted YAML string holds it.
+func toyRepoWith(t *testing.T, researcher, spec string) string {
+	t.Helper()
 	repo := filepath.Join(t.TempDir(), "repo")
 	files := map[string]string{
 		"train.sh":   "#!/bin/sh\nSCORE=10\necho $SCORE > out.txt\n",
@@ -47,7 +54,7 @@ spec:
   train: {command: "./train.sh", outputs: [out.txt]}
   eval: {metric: score, direction: maximize, command: "./eval.sh"}
   researcher:
-    command: "sed -i s/SCORE=10/SCORE=20/ train.sh && echo '| 1 |  |  |  | double SCORE |  |  |' >> $AUTORESEARCH_EXPERIENCES"
+    command: "` + researcher + `"
 ` + spec,
 	}
 	commitRepo(t, repo, files)
@@ -335,26 +342,7 @@ func TestVersion(t *testing.T) {
 // ledger, `run`'s progress, `status` and the report without its control
 // characters, and with the rest of its words.
 func TestResearcherTextReachesNoTerminalRaw(t *testing.T) {
-	repo := filepath.Join(t.TempDir(), "repo")
-	commitRepo(t, repo, map[string]string{
-		"train.sh":   "#!/bin/sh\nSCORE=10\necho $SCORE > out.txt\n",
-		"eval.sh":    "#!/bin/sh\necho \"score: $(cat out.txt)\"\n",
-		".gitignore": "out.txt\n",
-		"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: toy
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 1
-  fixed: {files: [eval.sh], timeLimit: 10s}
-  variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: score, direction: maximize, command: "./eval.sh"}
-  researcher:
-    command: "sed -i s/SCORE=10/SCORE=20/ train.sh && printf '| 1 |  |  |  | double \\033]0;PWNED\\007\\033[2J\\033[31mred SCORE |  |  |\\n' >> $AUTORESEARCH_EXPERIENCES"
-`,
-	})
+	repo := toyRepoWith(t, `sed -i s/SCORE=10/SCORE=20/ train.sh && printf '| 1 |  |  |  | double \\033]0;PWNED\\007\\033[2J\\033[31mred SCORE |  |  |\\n' >> $AUTORESEARCH_EXPERIENCES`, "")
 	file, wt := filepath.Join(repo, "experiment.yaml"), filepath.Join(filepath.Dir(repo), "wt")
 	outputs := map[string]string{}
 	var err error

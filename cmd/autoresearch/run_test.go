@@ -15,28 +15,9 @@ import (
 func TestRunPushesWithTheTokenOfTheEnvironment(t *testing.T) {
 	remote := gittest.NewHTTPRemote(t, "t0ken-from-env")
 	seen := filepath.Join(t.TempDir(), "researcher.env")
-	repo := filepath.Join(t.TempDir(), "repo")
-	commitRepo(t, repo, map[string]string{
-		"train.sh":   "#!/bin/sh\nSCORE=10\necho $SCORE > out.txt\n",
-		"eval.sh":    "#!/bin/sh\necho \"score: $(cat out.txt)\"\n",
-		".gitignore": "out.txt\n",
-		"experiment.yaml": `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: toy
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 1
-  fixed: {files: [eval.sh], timeLimit: 10s}
-  variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: score, direction: maximize, command: "./eval.sh"}
-  researcher:
-    command: "env > ` + seen + ` && sed -i s/SCORE=10/SCORE=20/ train.sh"
-  output:
-    git: {url: "` + remote.URL + `"}
-`,
-	})
+	repo := toyRepoWith(t, "env > "+seen+" && sed -i s/SCORE=10/SCORE=20/ train.sh", `  output:
+    git: {url: "`+remote.URL+`"}
+`)
 	t.Setenv(envOutputToken, "t0ken-from-env")
 	out, err := execute(t, "run", "-f", filepath.Join(repo, "experiment.yaml"), "--worktree", filepath.Join(filepath.Dir(repo), "wt"))
 	if err != nil {
