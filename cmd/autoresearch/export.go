@@ -43,20 +43,26 @@ func newExportCommand() *cobra.Command {
 			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
-			ws, err := workspace.Open(x.Worktree, x.Subdir, x.Object.Name)
+			repo, err := workspace.RepositoryOf(ctx, x.Repo)
 			if err != nil {
-				return fmt.Errorf("%s has no worktree at %s to export: run `autoresearch run -f %s` first, or point --worktree at it: %w", x.Object.Name, x.Worktree, flags.file, err)
+				return err
 			}
-			refs, err := ws.Bundle(ctx, bundle, candidates)
+			branch := workspace.BranchPrefix + x.Object.Name
+			if ok, err := repo.HasBranch(ctx, x.Object.Name); err != nil {
+				return err
+			} else if !ok {
+				return fmt.Errorf("%s has no branch %s in %s to export: run `autoresearch run -f %s` first", x.Object.Name, branch, x.Repo, flags.file)
+			}
+			refs, err := repo.Bundle(ctx, x.Object.Name, bundle, candidates)
 			if err != nil {
 				return fmt.Errorf("writing %s: %w", out, err)
 			}
 			var msg strings.Builder
-			fmt.Fprintf(&msg, "Wrote branch %s", ws.Branch)
+			fmt.Fprintf(&msg, "Wrote branch %s", branch)
 			if n := len(refs) - 1; n > 0 {
 				fmt.Fprintf(&msg, " and %d candidate refs", n)
 			}
-			fmt.Fprintf(&msg, " of %s to %s.\nClone it with:\n  git clone -b %s %s\n", x.Object.Name, out, ws.Branch, out)
+			fmt.Fprintf(&msg, " of %s to %s.\nClone it with:\n  git clone -b %s %s\n", x.Object.Name, out, branch, out)
 			if len(refs) > 1 {
 				fmt.Fprintf(&msg, "and fetch the candidates into the clone with:\n  git fetch %s '%s*:%s*'\n", bundle, workspace.CandidateRefPrefix, workspace.CandidateRefPrefix)
 			}

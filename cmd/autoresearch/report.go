@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/report"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 func newReportCommand() *cobra.Command {
@@ -30,7 +31,11 @@ func newReportCommand() *cobra.Command {
 			if !ok {
 				return fmt.Errorf("%s has not started, so there is nothing to report: run `autoresearch run -f %s` first", x.Object.Name, flags.file)
 			}
-			diffs, err := report.KeptDiffs(cmd.Context(), filepath.Join(x.Worktree, filepath.FromSlash(x.Subdir)), x.Object.Spec.Variable.Files, saved.Status)
+			repo, err := workspace.RepositoryOf(cmd.Context(), x.Repo)
+			if err != nil {
+				return err
+			}
+			diffs, err := report.KeptDiffs(cmd.Context(), repo, x.Subdir, x.Object.Spec.Variable.Files, saved.Status)
 			if err != nil {
 				return err
 			}

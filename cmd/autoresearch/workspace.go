@@ -60,16 +60,19 @@ func (f *worktreeFlags) open() (*workspace.Workspace, error) {
 }
 
 // ledgerStepFlags are the flags of the steps that write the ledger: the
-// worktree, and a steps.LedgerUpdate as JSON.
+// worktree, a steps.LedgerUpdate as JSON, and the supervisor's state
+// directory.
 type ledgerStepFlags struct {
 	worktreeFlags
 	ledger   string
+	stateDir string
 	required bool
 }
 
 func (f *ledgerStepFlags) register(cmd *cobra.Command, usage string, required bool) {
 	f.worktreeFlags.register(cmd)
 	cmd.Flags().StringVar(&f.ledger, "ledger", "", usage)
+	cmd.Flags().StringVar(&f.stateDir, "state-dir", steps.StateDir, "where the supervisor keeps the ledger's backup and the copy it publishes")
 	if f.required = required; required {
 		_ = cmd.MarkFlagRequired("ledger")
 	}
@@ -156,7 +159,6 @@ const maxErrorBytes = 2048
 func newWorkspacePrepareCommand() *cobra.Command {
 	var (
 		f               ledgerStepFlags
-		stateDir        string
 		round           int32
 		base            string
 		candidate, root string
@@ -172,7 +174,7 @@ func newWorkspacePrepareCommand() *cobra.Command {
 				return err
 			}
 			if root == "" || prepare {
-				if err := supervisor.PrepareRound(cmd.Context(), ws, round, base, stateDir, u); err != nil {
+				if err := supervisor.PrepareRound(cmd.Context(), ws, round, base, f.stateDir, u); err != nil {
 					return err
 				}
 			}
@@ -183,7 +185,6 @@ func newWorkspacePrepareCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd, "a ledger update to record first, as JSON", false)
-	cmd.Flags().StringVar(&stateDir, "state-dir", steps.StateDir, "where the supervisor keeps the ledger backup")
 	cmd.Flags().Int32Var(&round, "round", 0, "the round")
 	cmd.Flags().StringVar(&base, "base", "", "the commit the round starts from")
 	cmd.Flags().StringVar(&candidate, "candidate", "", "the candidate (a, b, …) of a round of several")
@@ -316,7 +317,7 @@ func newWorkspaceGitCommand(action string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			commit, err := supervisor.GitStep(cmd.Context(), ws, action, base, candidate, message, *u)
+			commit, err := supervisor.GitStep(cmd.Context(), ws, f.stateDir, action, base, candidate, message, *u)
 			if err != nil {
 				return err
 			}
@@ -393,7 +394,7 @@ func newWorkspaceFinishCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, head, err := supervisor.Finish(cmd.Context(), ws, *u)
+			_, head, err := supervisor.Finish(cmd.Context(), ws, f.stateDir, *u)
 			if err != nil {
 				return err
 			}

@@ -185,14 +185,14 @@ func TestReportRequestReadsTheLedgerAndKeptDiffs(t *testing.T) {
 	if err := req.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if req.Items[0].File != "worktree/exp/experiences.md" {
-		t.Errorf("ledger at %s", req.Items[0].File)
+	if req.Items[0].File != "state/ledger/experiences.md" || req.Items[1].File != "worktree/exp/experiences.md" {
+		t.Errorf("ledger at %s, else %s", req.Items[0].File, req.Items[1].File)
 	}
 	var diffs []string
-	for _, it := range req.Items[1:] {
-		diffs = append(diffs, it.Name+":"+it.Diff.From+".."+it.Diff.To+" in "+it.Diff.Dir)
+	for _, it := range req.Items[2:] {
+		diffs = append(diffs, it.Name+":"+it.Diff.From+".."+it.Diff.To+" in "+it.Diff.GitDir+" "+it.Diff.Subdir)
 	}
-	if got, want := strings.Join(diffs, " "), "diff-r1:c0..c1 in worktree/exp diff-r3:c1..c3 in worktree/exp"; got != want || len(ranges) != 2 {
+	if got, want := strings.Join(diffs, " "), "diff-r1:c0..c1 in source/.git exp diff-r3:c1..c3 in source/.git exp"; got != want || len(ranges) != 2 {
 		t.Errorf("diffs %s, want %s", got, want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/internal/readout"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/report"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -176,6 +177,12 @@ func newReportCommand(c *cluster) *cobra.Command {
 				return err
 			}
 			data, err := entries.Get("ledger")
+			var missing *readout.ItemError
+			if errors.As(err, &missing) && missing.Missing {
+				// The experiment ran under an operator that did not
+				// publish its ledger yet.
+				data, err = entries.Get("ledger-worktree")
+			}
 			if err != nil {
 				return fmt.Errorf("reading the ledger of %s: %w", ar.Name, err)
 			}
@@ -211,15 +218,18 @@ func newReportCommand(c *cluster) *cobra.Command {
 }
 
 // reportRequest reads the ledger and the diff of every kept round, as the
-// local report has them.
+// local report has them: the ledger as the supervisor published it, not the
+// worktree's, which a running Researcher may have rewritten.
 func reportRequest(ar *v1alpha1.AutoResearch) (readout.Request, []report.KeptRange) {
-	dir := experimentDir(ar)
-	req := readout.Request{Items: []readout.Item{{Name: "ledger", File: path.Join(dir, workspace.ExperiencesFile)}}}
+	req := readout.Request{Items: []readout.Item{
+		{Name: "ledger", File: volumePath(supervisor.PublishedLedger(steps.StateDir, workspace.ExperiencesFile))},
+		{Name: "ledger-worktree", File: path.Join(experimentDir(ar), workspace.ExperiencesFile)},
+	}}
 	var ranges []report.KeptRange
 	if files := v1alpha1.Strings(ar.Spec.Variable.Files); len(files) > 0 {
 		ranges = report.KeptRanges(ar.Status)
 		for _, r := range ranges {
-			req.Items = append(req.Items, readout.Item{Name: diffName(r.Round), Diff: &readout.Diff{Dir: dir, From: r.From, To: r.To, Files: files}})
+			req.Items = append(req.Items, readout.Item{Name: diffName(r.Round), Diff: &readout.Diff{GitDir: volumePath(steps.GitDir), Subdir: string(ar.Spec.Source.Subdir), From: r.From, To: r.To, Files: files}})
 		}
 	}
 	return req, ranges
@@ -250,7 +260,7 @@ func newExportCommand(c *cluster) *cobra.Command {
 				return err
 			}
 			entries, err := c.read(ctx, ar, readout.Request{Items: []readout.Item{{Name: "bundle", Bundle: &readout.Bundle{
-				Worktree: volumePath(steps.WorktreeDir), Subdir: string(ar.Spec.Source.Subdir), Experiment: ar.Name, Candidates: candidates,
+				GitDir: volumePath(steps.GitDir), Experiment: ar.Name, Candidates: candidates,
 			}}}})
 			if err != nil {
 				return err
@@ -305,7 +315,7 @@ func newDiffCommand(c *cluster) *cobra.Command {
 			}
 			ref := workspace.CandidateRefOf(ar.Name, rf.round) + cf.name
 			entries, err := c.read(ctx, ar, readout.Request{Items: []readout.Item{
-				{Name: "diff", Diff: &readout.Diff{Dir: experimentDir(ar), From: ref + "^", To: ref}},
+				{Name: "diff", Diff: &readout.Diff{GitDir: volumePath(steps.GitDir), Subdir: string(ar.Spec.Source.Subdir), From: ref + "^", To: ref}},
 			}})
 			if err != nil {
 				return err

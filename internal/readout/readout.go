@@ -30,20 +30,24 @@ type Item struct {
 	Bundle *Bundle `json:"bundle,omitempty"`
 }
 
-// Diff is `git diff From To -- Files...` run in Dir.
+// Diff is `git diff From To -- Files...` of the repository whose git
+// directory is GitDir, with Files relative to its experiment directory
+// Subdir. It reads the repository's own git directory, never a worktree's:
+// the worktree's .git file is the Researcher's to rewrite while its step
+// runs.
 type Diff struct {
-	Dir   string   `json:"dir"`
-	From  string   `json:"from"`
-	To    string   `json:"to"`
-	Files []string `json:"files,omitempty"`
+	GitDir string   `json:"gitDir"`
+	Subdir string   `json:"subdir,omitempty"`
+	From   string   `json:"from"`
+	To     string   `json:"to"`
+	Files  []string `json:"files,omitempty"`
 }
 
-// Bundle is the branch autoresearch/<Experiment> of the worktree Worktree
-// (its experiment directory Subdir), and with Candidates the experiment's
-// sealed candidates too.
+// Bundle is the branch autoresearch/<Experiment> of the repository whose
+// git directory is GitDir, and with Candidates the experiment's sealed
+// candidates too.
 type Bundle struct {
-	Worktree   string `json:"worktree"`
-	Subdir     string `json:"subdir,omitempty"`
+	GitDir     string `json:"gitDir"`
 	Experiment string `json:"experiment"`
 	Candidates bool   `json:"candidates,omitempty"`
 }
@@ -73,7 +77,10 @@ func (r Request) Validate() error {
 		}
 		if d := it.Diff; d != nil {
 			kinds++
-			paths = append(paths, d.Dir)
+			paths = append(paths, d.GitDir)
+			if d.Subdir != "" {
+				paths = append(paths, d.Subdir)
+			}
 			for _, rev := range []string{d.From, d.To} {
 				if rev == "" || strings.HasPrefix(rev, "-") {
 					return fmt.Errorf("item %s: %q is not a revision", it.Name, rev)
@@ -83,10 +90,7 @@ func (r Request) Validate() error {
 		}
 		if b := it.Bundle; b != nil {
 			kinds++
-			paths = append(paths, b.Worktree)
-			if b.Subdir != "" {
-				paths = append(paths, b.Subdir)
-			}
+			paths = append(paths, b.GitDir)
 			if b.Experiment == "" {
 				return fmt.Errorf("item %s: the bundle names no experiment", it.Name)
 			}

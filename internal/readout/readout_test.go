@@ -110,18 +110,19 @@ func TestValidate(t *testing.T) {
 		"two things":       {Items: []Item{{Name: "a", File: "a", List: "b"}}},
 		"absolute":         {Items: []Item{{Name: "a", File: "/etc/passwd"}}},
 		"up":               {Items: []Item{{Name: "a", List: "logs/../../etc"}}},
-		"option as from":   {Items: []Item{{Name: "a", Diff: &Diff{Dir: "worktree", From: "--output=/tmp/x", To: "HEAD"}}}},
-		"empty revision":   {Items: []Item{{Name: "a", Diff: &Diff{Dir: "worktree", From: "HEAD"}}}},
-		"bundle, no name":  {Items: []Item{{Name: "a", Bundle: &Bundle{Worktree: "worktree"}}}},
-		"bundle outside":   {Items: []Item{{Name: "a", Bundle: &Bundle{Worktree: "../x", Experiment: "e"}}}},
-		"diff file upward": {Items: []Item{{Name: "a", Diff: &Diff{Dir: "worktree", From: "A", To: "B", Files: []string{"../../x"}}}}},
+		"option as from":   {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", From: "--output=/tmp/x", To: "HEAD"}}}},
+		"empty revision":   {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", From: "HEAD"}}}},
+		"bundle, no name":  {Items: []Item{{Name: "a", Bundle: &Bundle{GitDir: "source/.git"}}}},
+		"bundle outside":   {Items: []Item{{Name: "a", Bundle: &Bundle{GitDir: "../x", Experiment: "e"}}}},
+		"diff subdir up":   {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", Subdir: "../exp", From: "A", To: "B"}}}},
+		"diff file upward": {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", From: "A", To: "B", Files: []string{"../../x"}}}}},
 	}
 	for name, req := range cases {
 		if err := req.Validate(); err == nil {
 			t.Errorf("%s: %+v passes", name, req)
 		}
 	}
-	ok := Request{Items: []Item{{Name: "log", File: "logs/round-1/train.log"}, {Name: "d", Diff: &Diff{Dir: "worktree", From: "A^", To: "A"}}}}
+	ok := Request{Items: []Item{{Name: "log", File: "logs/round-1/train.log"}, {Name: "d", Diff: &Diff{GitDir: "source/.git", Subdir: "exp", From: "A^", To: "A"}}}}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("a good request is refused: %v", err)
 	}
@@ -164,9 +165,13 @@ func TestServeReadsTheVolume(t *testing.T) {
 		{Name: "escape", File: "logs/round-1/eval.log"},
 		{Name: "missing", File: "logs/round-9/train.log"},
 		{Name: "round", List: "logs/round-1"},
-		{Name: "diff", Diff: &Diff{Dir: "worktree/exp", From: start, To: kept, Files: []string{"train.py"}}},
-		{Name: "bundle", Bundle: &Bundle{Worktree: "worktree", Subdir: "exp", Experiment: "exp"}},
+		{Name: "diff", Diff: &Diff{GitDir: "source/.git", Subdir: "exp", From: start, To: kept, Files: []string{"train.py"}}},
+		{Name: "bundle", Bundle: &Bundle{GitDir: "source/.git", Experiment: "exp"}},
 	}}
+	// What a Researcher can do to the worktree while its step runs: point
+	// its .git file at a repository of its own, with a forged branch and a
+	// diff command of its choosing. The reader follows none of it.
+	planted := gittest.RedirectWorktree(t, filepath.Join(vol, "worktree"), "autoresearch/exp", "exp/train.py", "lr = 99\n")
 	var log bytes.Buffer
 	if err := Serve(context.Background(), vol, req, &log); err != nil {
 		t.Fatal(err)
@@ -203,7 +208,10 @@ func TestServeReadsTheVolume(t *testing.T) {
 	clone := filepath.Join(t.TempDir(), "clone")
 	gittest.Git(t, "", "clone", "-q", "-b", "autoresearch/exp", file, clone)
 	if head := gittest.Git(t, clone, "rev-parse", "HEAD"); head != kept {
-		t.Errorf("the bundle's branch is at %s, want %s", head, kept)
+		t.Errorf("the bundle's branch is at %s, want %s (the forged commit is %s)", head, kept, planted.Forged)
+	}
+	if _, err := os.Stat(planted.Ran); err == nil {
+		t.Error("the reader ran the diff command planted in the worktree's git directory")
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/autoresearch-dev/autoresearch-operator/internal/report"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -66,7 +65,8 @@ func read(ctx context.Context, vol *os.Root, root string, it Item) ([]byte, erro
 		return []byte(b.String()), nil
 	case it.Diff != nil:
 		d := it.Diff
-		out, err := report.Diff(ctx, filepath.Join(root, filepath.FromSlash(d.Dir)), d.Files, d.From, d.To)
+		repo := &workspace.Repository{GitDir: filepath.Join(root, filepath.FromSlash(d.GitDir))}
+		out, err := repo.Diff(ctx, d.Subdir, d.Files, d.From, d.To)
 		return []byte(out), err
 	case it.Bundle != nil:
 		return bundle(ctx, root, it.Bundle)
@@ -77,17 +77,14 @@ func read(ctx context.Context, vol *os.Root, root string, it Item) ([]byte, erro
 // bundle writes the bundle to a temporary file, since git writes bundles
 // through a lock file beside them, and returns its bytes.
 func bundle(ctx context.Context, root string, b *Bundle) ([]byte, error) {
-	ws, err := workspace.Open(filepath.Join(root, filepath.FromSlash(b.Worktree)), b.Subdir, b.Experiment)
-	if err != nil {
-		return nil, err
-	}
+	repo := &workspace.Repository{GitDir: filepath.Join(root, filepath.FromSlash(b.GitDir))}
 	dir, err := os.MkdirTemp("", "autoresearch-bundle-")
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	file := filepath.Join(dir, "experiment.bundle")
-	if _, err := ws.Bundle(ctx, file, b.Candidates); err != nil {
+	if _, err := repo.Bundle(ctx, b.Experiment, file, b.Candidates); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(file)

@@ -41,21 +41,16 @@ func KeptRanges(st v1alpha1.AutoResearchStatus) []KeptRange {
 	return ranges
 }
 
-// Diff is the git diff from one commit to another of the files given, run
-// in the experiment directory dir; every file when none is given.
-func Diff(ctx context.Context, dir string, files []string, from, to string) (string, error) {
-	return workspace.Git(ctx, dir, nil, append([]string{"diff", "--no-color", "--end-of-options", from, to, "--"}, files...)...)
-}
-
 // KeptDiffs returns each kept round's change to the variable files, by
-// round: the diff of its KeptRange, run in the experiment directory dir.
-func KeptDiffs(ctx context.Context, dir string, files []v1alpha1.RelativePath, st v1alpha1.AutoResearchStatus) (map[int32]string, error) {
+// round: the diff of its KeptRange in repo, whose experiment directory is
+// subdir.
+func KeptDiffs(ctx context.Context, repo *workspace.Repository, subdir string, files []v1alpha1.RelativePath, st v1alpha1.AutoResearchStatus) (map[int32]string, error) {
 	diffs := map[int32]string{}
 	if len(files) == 0 {
 		return diffs, nil
 	}
 	for _, r := range KeptRanges(st) {
-		out, err := Diff(ctx, dir, v1alpha1.Strings(files), r.From, r.To)
+		out, err := repo.Diff(ctx, subdir, v1alpha1.Strings(files), r.From, r.To)
 		if err != nil {
 			return nil, fmt.Errorf("diff of round %d: %w", r.Round, err)
 		}

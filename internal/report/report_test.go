@@ -221,7 +221,21 @@ func TestKeptDiffs(t *testing.T) {
 			{Round: 3, Verdict: v1alpha1.VerdictImproved, Commit: r3},
 		},
 	}
-	diffs, err := KeptDiffs(context.Background(), filepath.Join(repo, "exp"), []v1alpha1.RelativePath{"train.py"}, st)
+	// A diff driver the repository's configuration names runs nowhere:
+	// neither an external diff nor a text conversion.
+	ran := filepath.Join(t.TempDir(), "ran")
+	script := filepath.Join(t.TempDir(), "driver.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho ran >> "+ran+"\necho forged\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, repo, "config", "diff.external", script)
+	gittest.Git(t, repo, "config", "diff.forge.textconv", script)
+	gittest.WriteFiles(t, repo, map[string]string{".git/info/attributes": "* diff=forge\n"})
+	r, err := workspace.RepositoryOf(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := KeptDiffs(context.Background(), r, "exp", []v1alpha1.RelativePath{"train.py"}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,14 +243,17 @@ func TestKeptDiffs(t *testing.T) {
 		t.Errorf("diffs = %q", diffs)
 	}
 	for round, d := range diffs {
-		if strings.Contains(d, "eval") || strings.Contains(d, "ledger") {
+		if strings.Contains(d, "eval") || strings.Contains(d, "ledger") || strings.Contains(d, "forged") {
 			t.Errorf("round %d's diff reaches beyond the variable files:\n%s", round, d)
 		}
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the diff ran a driver of the repository's configuration")
 	}
 
 	// Once the history has dropped round 1, round 3's predecessor is unknown.
 	st.History = st.History[2:]
-	if diffs, err = KeptDiffs(context.Background(), filepath.Join(repo, "exp"), []v1alpha1.RelativePath{"train.py"}, st); err != nil || len(diffs) != 0 {
+	if diffs, err = KeptDiffs(context.Background(), r, "exp", []v1alpha1.RelativePath{"train.py"}, st); err != nil || len(diffs) != 0 {
 		t.Errorf("with a truncated history: diffs %q, err %v", diffs, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/schema"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -210,7 +212,15 @@ func (x *Experiment) LoadSaved() (saved Saved, ok bool, err error) {
 	if err := x.withHoldout(&saved.Status); err != nil {
 		return saved, false, err
 	}
-	saved.Ledger, err = workspace.ReadLedger(filepath.Join(x.Worktree, filepath.FromSlash(x.Subdir), workspace.ExperiencesFile))
+	// The ledger as the supervisor last wrote it: the worktree's is the
+	// running Researcher's to rewrite.
+	ledger := supervisor.PublishedLedger(x.StateDir(), workspace.ExperiencesFile)
+	if _, err := os.Lstat(ledger); errors.Is(err, fs.ErrNotExist) {
+		// No round has started yet, or one started before the supervisor
+		// published its ledger.
+		ledger = filepath.Join(x.Worktree, filepath.FromSlash(x.Subdir), workspace.ExperiencesFile)
+	}
+	saved.Ledger, err = workspace.ReadLedger(ledger)
 	if err != nil {
 		return saved, false, err
 	}

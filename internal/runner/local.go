@@ -804,7 +804,7 @@ func (l *Local) gitStep(ctx context.Context, a round.Action) (*round.Observation
 	if err != nil {
 		return nil, err
 	}
-	commit, err := supervisor.GitStep(ctx, l.ws, action, a.BaseCommit, a.Code, a.Message, *a.Ledger)
+	commit, err := supervisor.GitStep(ctx, l.ws, l.ws.StateDir(), action, a.BaseCommit, a.Code, a.Message, *a.Ledger)
 	if err != nil {
 		return nil, err
 	}
@@ -834,7 +834,7 @@ func (l *Local) push(ctx context.Context) *round.PushResult {
 
 // finish writes the final ledger, commits it and prints the final report.
 func (l *Local) finish(ctx context.Context, a round.Action) (*round.Observation, error) {
-	ledger, commit, err := supervisor.Finish(ctx, l.ws, *a.Ledger)
+	ledger, commit, err := supervisor.Finish(ctx, l.ws, l.ws.StateDir(), *a.Ledger)
 	if err != nil {
 		return nil, err
 	}

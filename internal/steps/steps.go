@@ -23,6 +23,9 @@ const (
 	// SourceDir holds the clone of spec.source; its .git directory is the
 	// experiment's git directory.
 	SourceDir = WorkspaceMount + "/source"
+	// GitDir is the experiment's git directory, which holds the branch
+	// and every candidate ref.
+	GitDir = SourceDir + "/.git"
 	// WorktreeDir is the experiment's worktree on the branch autoresearch/<name>.
 	WorktreeDir = WorkspaceMount + "/worktree"
 	// LogsDir keeps every step's full log, out of the Researcher's reach.

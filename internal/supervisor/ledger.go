@@ -14,17 +14,21 @@ import (
 // GitStep ends a round: it commits exactly the files of candidate, the
 // round's sealed commit on base, with message (action steps.GitCommit), or
 // rolls the worktree back to base keeping the ledger (steps.GitRollback),
-// then records the round's ledger row; a kept round's ledger is committed
-// on top of its code. Nothing is taken from the worktree, which a process
-// of the round may have changed since the candidate was sealed. Both are
-// safe to repeat: a commit made before an interruption (HEAD has moved past
-// base) is not made twice. It returns the commit HEAD is on.
-func GitStep(ctx context.Context, ws *workspace.Workspace, action, base, candidate, message string, ledger steps.LedgerUpdate) (string, error) {
+// then records the round's ledger row and publishes the ledger in stateDir;
+// a kept round's ledger is committed on top of its code. Nothing is taken
+// from the worktree, which a process of the round may have changed since
+// the candidate was sealed. Both are safe to repeat: a commit made before
+// an interruption (HEAD has moved past base) is not made twice. It returns
+// the commit HEAD is on.
+func GitStep(ctx context.Context, ws *workspace.Workspace, stateDir, action, base, candidate, message string, ledger steps.LedgerUpdate) (string, error) {
 	commit, err := gitStep(ctx, ws, action, base, candidate, message)
 	if err != nil {
 		return "", err
 	}
-	if err := Record(ctx, ws, ledger); err != nil || action != steps.GitCommit {
+	if err := Record(ctx, ws, ledger); err != nil {
+		return commit, err
+	}
+	if err := publish(ws, stateDir); err != nil || action != steps.GitCommit {
 		return commit, err
 	}
 	msg := "autoresearch: ledger"
@@ -64,11 +68,15 @@ func Record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) 
 	return err
 }
 
-// Finish records u, which carries the final status, and commits the
-// ledger. It returns the ledger as committed and the commit HEAD is on.
-func Finish(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) (workspace.Ledger, string, error) {
+// Finish records u, which carries the final status, publishes the ledger
+// in stateDir and commits it. It returns the ledger as committed and the
+// commit HEAD is on.
+func Finish(ctx context.Context, ws *workspace.Workspace, stateDir string, u steps.LedgerUpdate) (workspace.Ledger, string, error) {
 	ledger, err := record(ctx, ws, u)
 	if err != nil {
+		return ledger, "", err
+	}
+	if err := publish(ws, stateDir); err != nil {
 		return ledger, "", err
 	}
 	if _, err := ws.CommitLedger(ctx, fmt.Sprintf("autoresearch: ledger after round %d (%s)", u.Rounds, u.Status)); err != nil {

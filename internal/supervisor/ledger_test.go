@@ -107,7 +107,7 @@ func TestGitStepCommitsTheSealedCandidateOnce(t *testing.T) {
 	// plants a file; neither may reach the commit.
 	writeFiles(t, ws.Dir, map[string]string{"eval.sh": "#!/bin/sh\necho score: 99\n", "planted.sh": "#!/bin/sh\n"})
 	u := steps.LedgerUpdate{Metric: "score", Rounds: 1, MaxRounds: 2, Status: "running", Round: &steps.LedgerRound{Round: 1, Value: "20", Verdict: "improved"}}
-	first, err := GitStep(ctx, ws, steps.GitCommit, res.StartCommit, cand, "round 1", u)
+	first, err := GitStep(ctx, ws, ws.StateDir(), steps.GitCommit, res.StartCommit, cand, "round 1", u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,10 @@ func TestGitStepCommitsTheSealedCandidateOnce(t *testing.T) {
 	if !strings.Contains(results, code+"\t20.000000\t") {
 		t.Errorf("results.tsv:\n%s\nwant the round's line with its code commit %s", results, code)
 	}
-	again, err := GitStep(ctx, ws, steps.GitCommit, res.StartCommit, cand, "round 1", u)
+	if got := readFile(t, PublishedLedger(ws.StateDir(), workspace.ResultsFile)); got != results {
+		t.Errorf("the published results.tsv:\n%s\nwant the worktree's\n%s", got, results)
+	}
+	again, err := GitStep(ctx, ws, ws.StateDir(), steps.GitCommit, res.StartCommit, cand, "round 1", u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,7 @@ func TestFinishCommitsTheLedger(t *testing.T) {
 	ctx := context.Background()
 	ws, _ := newWorkspace(t)
 	u := steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 2, MaxRounds: 2, Status: "completed"}
-	ledger, _, err := Finish(ctx, ws, u)
+	ledger, _, err := Finish(ctx, ws, ws.StateDir(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +163,11 @@ func TestFinishCommitsTheLedger(t *testing.T) {
 	if status := git(t, ws.Root, "status", "--porcelain"); status != "" {
 		t.Errorf("uncommitted changes after Finish:\n%s", status)
 	}
+	if got, want := readFile(t, PublishedLedger(ws.StateDir(), workspace.ExperiencesFile)), readFile(t, ws.ExperiencesPath()); got != want {
+		t.Errorf("the published experiences.md:\n%s\nwant the worktree's\n%s", got, want)
+	}
 	head := git(t, ws.Root, "rev-parse", "HEAD")
-	if _, _, err := Finish(ctx, ws, u); err != nil {
+	if _, _, err := Finish(ctx, ws, ws.StateDir(), u); err != nil {
 		t.Fatal(err)
 	}
 	if again := git(t, ws.Root, "rev-parse", "HEAD"); again != head {

@@ -145,9 +145,14 @@ func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, bas
 		}
 	}
 	if retry {
-		return restoreLedger(ws, dir)
+		err = restoreLedger(ws, dir)
+	} else {
+		err = backUp(ctx, ws, dir, base)
 	}
-	return backUp(ctx, ws, dir, base)
+	if err != nil {
+		return err
+	}
+	return publish(ws, stateDir)
 }
 
 // FinishResearch puts back what the Researcher of round may not change —
