@@ -96,8 +96,8 @@ type Local struct {
 	// toolEnv is the tool environment of training and evaluation, fixed
 	// when the run starts.
 	toolEnv []string
-	// toolchains are the toolchain files above the steps' checkouts when
-	// the run started (toolchainFilesAbove).
+	// toolchains are the toolchain files above the steps' checkouts as the
+	// experiment's first run found them (startingToolchains).
 	toolchains map[string]string
 	// path is the PATH of every step (stepPath), fixed when the run
 	// starts.
@@ -175,7 +175,9 @@ func (l *Local) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l.toolchains = toolchainFilesAbove(l.x.StateDir())
+	if l.toolchains, err = startingToolchains(l.x.StateDir()); err != nil {
+		return err
+	}
 	if err := l.x.withHoldout(&l.status); err != nil {
 		return err
 	}
@@ -485,6 +487,9 @@ func (l *Local) save() error {
 		return err
 	}
 	if err := workspace.WriteFileAtomic(filepath.Join(dir, stateFile), data); err != nil {
+		return err
+	}
+	if err := saveToolchains(dir, l.toolchains); err != nil {
 		return err
 	}
 	protocol := filepath.Join(dir, protocolFile)

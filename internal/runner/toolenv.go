@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -196,8 +197,47 @@ func toolchainFilesAbove(dir string) map[string]string {
 	}
 }
 
+// toolchainsFile, in the state directory, keeps the toolchain files above
+// the experiment as its first run found them.
+const toolchainsFile = "toolchains.json"
+
+// startingToolchains are the toolchain files above stateDir that every run
+// of the experiment compares with: those its first run found and saved
+// (saveToolchains), or, on the first run, those above stateDir now. Taken
+// afresh at each start, they would accept on the next run, or after a
+// resume, a file that a Researcher planted in this one.
+func startingToolchains(stateDir string) (map[string]string, error) {
+	p := filepath.Join(stateDir, toolchainsFile)
+	data, err := workspace.ReadRegularFile(p, maxToolchainFileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return toolchainFilesAbove(stateDir), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var saved map[string]string
+	if err := json.Unmarshal(data, &saved); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return saved, nil
+}
+
+// saveToolchains keeps found in stateDir, unless an earlier run did.
+func saveToolchains(stateDir string, found map[string]string) error {
+	p := filepath.Join(stateDir, toolchainsFile)
+	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	data, err := json.Marshal(found)
+	if err != nil {
+		return err
+	}
+	return workspace.WriteFileAtomic(p, data)
+}
+
 // plantedToolchains says which toolchain files above dir differ from the
-// set the run started with, as a compliance violation; "" when none does.
+// set the experiment started with, as a compliance violation; "" when none
+// does.
 func plantedToolchains(dir string, start map[string]string) string {
 	now := toolchainFilesAbove(dir)
 	var changed []string
@@ -215,5 +255,7 @@ func plantedToolchains(dir string, start map[string]string) string {
 		return ""
 	}
 	slices.Sort(changed)
-	return fmt.Sprintf("files that choose the interpreter or toolchain of the evaluation changed above the experiment since the run started: %s (put them back as they were to go on)", strings.Join(changed, ", "))
+	return fmt.Sprintf("files that choose the interpreter or toolchain of the evaluation changed above the experiment since it started: %s "+
+		"(put them back as they were to go on; if you changed them yourself, remove %s to accept them as they are now)",
+		strings.Join(changed, ", "), filepath.Join(dir, toolchainsFile))
 }

@@ -1,6 +1,8 @@
 package tamper
 
 import (
+	"bytes"
+	"context"
 	"maps"
 	"os"
 	"os/exec"
@@ -134,4 +136,65 @@ func python2(t *testing.T) string {
 	}
 	t.Log("no Python 2 installed by pyenv: the attack names one that is not there")
 	return "2.7.18"
+}
+
+// TestAToolchainPlantedAboveStaysRefusedOnTheNextRun plants a toolchain
+// above the worktree, which without read-only mounts is the Researcher's to
+// write, in the run's one round, and runs the experiment again with a
+// round more and a Researcher that only adds a comment, as a user who
+// raises maxRounds does: the next run compares with what the first run
+// found, so its round fails compliance too and the planted cargo never
+// runs the evaluation.
+func TestAToolchainPlantedAboveStaysRefusedOnTheNextRun(t *testing.T) {
+	defer runner.WithoutMounts()()
+	toy := versionToys["rust"]
+	script, err := filepath.Abs("attacks-version/rust-toolchain-above.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "planted-command-ran")
+	files := maps.Clone(toy.files)
+	files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a better number come?"
+  maxRounds: 1
+  baseline: {value: "` + toy.baseline + `"}
+  fixed: {files: ` + toy.fixed + `, timeLimit: 10s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: ` + toy.metric + `, direction: ` + toy.direction + `, command: "` + toy.eval + `"}
+  researcher:
+    command: "if [ $AUTORESEARCH_ROUND = 1 ]; then sh ` + script + `; else echo '# tuned again' >> train.sh; fi"
+    env: [{name: MARKER, value: "` + marker + `"}]
+`
+	x, st, log := runRepoWith(t, filepath.Join(dir, "repo"), files, runner.Options{})
+	if roundOneVerdict(t, st.History, v1alpha1.VerdictComplianceFailed) == "" {
+		t.Fatalf("the first run judged no round 1\n%s", log)
+	}
+
+	x.Object.Spec.MaxRounds = 2
+	var again bytes.Buffer
+	st, err = runner.Run(context.Background(), x, runner.Options{Out: &again})
+	if err != nil {
+		t.Fatalf("the second run: %v\n%s", err, again.String())
+	}
+	var verdict v1alpha1.Verdict
+	for _, h := range st.History {
+		if h.Round == 2 {
+			verdict = h.Verdict
+		}
+	}
+	if verdict != v1alpha1.VerdictComplianceFailed {
+		t.Errorf("round 2 of the next run: %q, want %s\n%s\n%s", verdict, v1alpha1.VerdictComplianceFailed, log, again.String())
+	}
+	if st.Best == nil || st.Best.Value != toy.baseline {
+		t.Errorf("best %+v, want the baseline's %s\n%s", st.Best, toy.baseline, again.String())
+	}
+	if _, err := os.Lstat(marker); err == nil {
+		t.Error("the planted cargo ran")
+	}
 }
