@@ -152,11 +152,29 @@ func Read(log io.Reader) (Entries, error) {
 			return nil, fmt.Errorf("reading the reader's archive: %w", err)
 		}
 		e := Entry{Err: h.PAXRecords[recordError], Missing: h.PAXRecords[recordMissing] == "true"}
-		if e.Data, err = io.ReadAll(tr); err != nil {
+		if e.Data, err = readAtMost(tr, h.Name); err != nil {
 			return nil, err
 		}
 		entries[h.Name] = e
 	}
+}
+
+// maxItemBytes bounds what an item holds, read from the volume or from
+// the reader's archive, whose gzip would otherwise let a small log expand
+// into any size.
+var maxItemBytes int64 = 256 << 20
+
+// readAtMost reads r, the item name, to its end, unless it holds more than
+// maxItemBytes.
+func readAtMost(r io.Reader, name string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxItemBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > maxItemBytes {
+		return nil, fmt.Errorf("%s holds more than the %d bytes the reader reads of an item", name, maxItemBytes)
+	}
+	return data, nil
 }
 
 // Get returns an item's bytes, or an error saying why it has none.

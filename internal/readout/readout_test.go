@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 )
@@ -220,5 +222,71 @@ func TestServeRefusesABadRequest(t *testing.T) {
 	err := Serve(context.Background(), t.TempDir(), Request{Items: []Item{{Name: "x", File: "../x"}}}, &log)
 	if err == nil || log.Len() != 0 {
 		t.Errorf("Serve: %v, output %q; want the request refused before any output", err, log.String())
+	}
+}
+
+// TestServeReadsOnlyBoundedRegularFiles serves what training can leave in
+// place of its log on the volume: a named pipe whose writer never comes,
+// and a file larger than an item may be. Each is an item's error, at once.
+func TestServeReadsOnlyBoundedRegularFiles(t *testing.T) {
+	defer func(limit int64) { maxItemBytes = limit }(maxItemBytes)
+	maxItemBytes = 1024
+	vol := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(vol, "pipe.log"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vol, "big.log"), bytes.Repeat([]byte("x"), 1025), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vol, "fits.log"), bytes.Repeat([]byte("x"), 1024), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	var log bytes.Buffer
+	go func() {
+		done <- Serve(ctx, vol, Request{Items: []Item{{Name: "pipe", File: "pipe.log"}, {Name: "big", File: "big.log"}, {Name: "fits", File: "fits.log"}}}, &log)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the reader waits on the named pipe")
+	}
+	entries, err := Read(&log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pipe", "big"} {
+		if got, err := entries.Get(name); err == nil {
+			t.Errorf("%s read as %d bytes, want an error", name, len(got))
+		}
+	}
+	if got, err := entries.Get("fits"); err != nil || len(got) != 1024 {
+		t.Errorf("fits: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestReadBoundsWhatAnItemExpandsTo reads a frame whose item, small in the
+// log, expands past what an item may hold.
+func TestReadBoundsWhatAnItemExpandsTo(t *testing.T) {
+	var log bytes.Buffer
+	w, err := NewWriter(&log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add("bomb", make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	defer func(limit int64) { maxItemBytes = limit }(maxItemBytes)
+	maxItemBytes = 1024
+	if entries, err := Read(&log); err == nil {
+		t.Errorf("read %d bytes of the item, want an error", len(entries["bomb"].Data))
 	}
 }
