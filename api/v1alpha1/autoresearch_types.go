@@ -518,8 +518,9 @@ type HoldoutSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	Pattern string `json:"pattern,omitempty"`
 
-	// tolerance is how much worse than the best's holdout value a
-	// candidate's may be before it is overfit, in the metric's units.
+	// tolerance is how much worse than the best holdout value that kept
+	// code has measured (status.holdout.peak) a candidate's may be before
+	// it is overfit, in the metric's units.
 	// +optional
 	// +kubebuilder:default="0"
 	Tolerance NonNegativeDecimal `json:"tolerance,omitempty"`
@@ -1256,6 +1257,14 @@ type HoldoutStatus struct {
 	// bestRound is the round whose code measured best.
 	// +optional
 	BestRound int32 `json:"bestRound"`
+	// peak is the best holdout value that kept code has measured, the
+	// baseline's included. A candidate worse than it by more than
+	// spec.holdout.tolerance is overfit, so that kept rounds cannot drift
+	// away from it a tolerance at a time.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Peak string `json:"peak,omitempty"`
 	// readings are the most recent holdout values, oldest first.
 	// +optional
 	// +kubebuilder:validation:MaxItems=50

@@ -168,7 +168,7 @@ func (e *engine) rankCandidates() {
 			switch {
 			case r.Round != cr.Number || r.Verdict != v1alpha1.VerdictImproved:
 			case r.Candidate == name:
-				h.Best, h.BestRound = r.Value, cr.Number
+				e.keepHoldout(h, r.Value, cr.Number)
 			default:
 				r.Verdict = v1alpha1.VerdictSuperseded
 			}

@@ -41,7 +41,7 @@ func (e *engine) holdoutFinished(r HoldoutResult) {
 		e.decide(v1alpha1.VerdictEvalFailed, "the hidden holdout evaluation of the candidate failed, so the improvement cannot be confirmed; rolled back")
 		return
 	}
-	if best, ok := e.holdoutBest(); ok && holdoutWorse(value, best, decimalOrZero(string(e.spec.Holdout.Tolerance)), e.spec.Eval.Direction) {
+	if peak, ok := e.holdoutPeak(); ok && holdoutWorse(value, peak, decimalOrZero(string(e.spec.Holdout.Tolerance)), e.spec.Eval.Direction) {
 		e.holdoutReading(cr.Number, r.Value, v1alpha1.VerdictOverfit, false)
 		e.decide(v1alpha1.VerdictOverfit, overfitInsight)
 		return
@@ -55,14 +55,29 @@ func (e *engine) holdoutFinished(r HoldoutResult) {
 	e.decide(verdict, insight)
 }
 
-// holdoutBest is the best code's holdout value, if one was measured.
-func (e *engine) holdoutBest() (float64, bool) {
+// holdoutPeak is the best holdout value that kept code has measured, if
+// one was: the best code's where the status has no peak yet.
+func (e *engine) holdoutPeak() (float64, bool) {
 	h := e.st.Holdout
-	if h == nil || h.Best == "" {
+	if h == nil {
 		return 0, false
 	}
-	v, err := metric.ParseDecimal(h.Best)
-	return v, err == nil
+	s := h.Peak
+	if s == "" {
+		s = h.Best
+	}
+	v, err := metric.ParseDecimal(s)
+	return v, s != "" && err == nil
+}
+
+// keepHoldout makes value, round's holdout reading, the best code's, and
+// the peak when it is better than the peak.
+func (e *engine) keepHoldout(h *v1alpha1.HoldoutStatus, value string, round int32) {
+	peak, ok := e.holdoutPeak()
+	h.Best, h.BestRound = value, round
+	if v, err := metric.ParseDecimal(value); err == nil && (!ok || holdoutWorse(peak, v, 0, e.spec.Eval.Direction)) {
+		h.Peak = value
+	}
 }
 
 // holdoutWorse reports whether value is worse than best by more than
@@ -86,7 +101,7 @@ func (e *engine) holdoutReading(round int32, value string, verdict v1alpha1.Verd
 		e.st.Holdout = h
 	}
 	if best {
-		h.Best, h.BestRound = value, round
+		e.keepHoldout(h, value, round)
 	}
 	if value == "" {
 		value = "—"
