@@ -60,13 +60,16 @@ func newRunCommand() *cobra.Command {
 			}
 			stop := make(chan struct{})
 			signals := make(chan os.Signal, 2)
-			signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+			// A hangup, the terminal gone, aborts at once: no one is left
+			// to press Ctrl-C again.
+			signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer signal.Stop(signals)
 			go func() {
-				<-signals
-				fmt.Fprintln(cmd.ErrOrStderr(), "\nStopping after the current step; press Ctrl-C again to abort it now.")
-				close(stop)
-				<-signals
+				if <-signals != syscall.SIGHUP {
+					fmt.Fprintln(cmd.ErrOrStderr(), "\nStopping after the current step; press Ctrl-C again to abort it now.")
+					close(stop)
+					<-signals
+				}
 				fmt.Fprintln(cmd.ErrOrStderr(), "\nAborting the current step; the next run restarts its round.")
 				abort()
 			}()

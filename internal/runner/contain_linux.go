@@ -35,7 +35,12 @@ func chooseContainment() containment {
 	return containProcessGroup
 }
 
+// addNamespaces gives a step under c its namespaces, and its death with
+// the runner.
 func (c containment) addNamespaces(a *syscall.SysProcAttr, mounted, offline bool) {
+	// A step dies with the runner, even one killed at once: left running,
+	// a Researcher would go on writing the worktree beside the next run.
+	a.Pdeathsig = syscall.SIGKILL
 	switch c {
 	case containNamespaces:
 		a.Cloneflags = syscall.CLONE_NEWPID

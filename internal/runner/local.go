@@ -151,6 +151,11 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 			return v1alpha1.AutoResearchStatus{}, err
 		}
 	}
+	unlock, err := lockExperiment(x)
+	if err != nil {
+		return v1alpha1.AutoResearchStatus{}, err
+	}
+	defer unlock()
 	l := &Local{x: x, spec: x.Object.Spec, opts: opts, out: &reporter{w: opts.Out}, toolEnv: measuredToolEnv(ctx)}
 	l.home = researcherHome(x, opts)
 	l.path = stepPath(ReadOnlyMounts(), l.home)
@@ -158,7 +163,7 @@ func Run(ctx context.Context, x *Experiment, opts Options) (v1alpha1.AutoResearc
 	if ReadOnlyMounts() {
 		l.tools = toolDirs(ctx, l.path, l.home)
 	}
-	err := l.run(ctx)
+	err = l.run(ctx)
 	return l.status, err
 }
 

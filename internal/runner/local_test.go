@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -552,4 +555,83 @@ func TestStepsCannotWriteWhatIsNotTheirs(t *testing.T) {
 	if data := readFile(t, filepath.Join(state, "protocol.json")); strings.HasSuffix(data, "researcher\n") || strings.HasSuffix(data, "train\n") {
 		t.Errorf("a step wrote protocol.json: %q", data)
 	}
+}
+
+// TestAResearcherDiesWithTheRunner kills the runner while its Researcher
+// runs, at once (SIGKILL) and by a hangup (SIGHUP, the terminal gone): the
+// Researcher, which would otherwise go on writing the worktree beside the
+// next run, stops with it, and the next run is not refused as a second
+// runner. (A Researcher that outlives a failing test ends within a
+// minute.)
+func TestAResearcherDiesWithTheRunner(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			files := toyFiles(improvePlan, "")
+			files["experiment.yaml"] = strings.Replace(files["experiment.yaml"],
+				`command: "autoresearch researcher scripted --plan plan.yaml"`,
+				`command: "for i in $(seq 1200); do date +%s%N > alive; sleep 0.05; done"`, 1)
+			repo := newRepo(t, files)
+			x := load(t, repo)
+			runner := exec.Command("autoresearch", "run", "-f", x.File, "--worktree", x.Worktree)
+			var out bytes.Buffer
+			runner.Stdout, runner.Stderr = &out, &out
+			if err := runner.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- runner.Wait() }()
+			alive := filepath.Join(x.Worktree, "alive")
+			deadline := time.Now().Add(time.Minute)
+			for !fileExists(alive) {
+				if time.Now().After(deadline) {
+					_ = runner.Process.Kill()
+					t.Fatalf("the Researcher never ran:\n%s", out.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if err := runner.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				_ = runner.Process.Kill()
+				t.Fatalf("the runner did not end after %s:\n%s", sig, out.String())
+			}
+			time.Sleep(time.Second)
+			before := readFile(t, alive)
+			time.Sleep(time.Second)
+			if after := readFile(t, alive); after != before {
+				t.Fatalf("the Researcher still runs after the runner's %s:\n%s", sig, out.String())
+			}
+			unlock, err := lockExperiment(x)
+			if err != nil {
+				t.Fatalf("after the runner's %s: %v", sig, err)
+			}
+			unlock()
+		})
+	}
+}
+
+// TestRunRefusesASecondRunner: while one runner holds the experiment, a
+// second one says so and runs nothing.
+func TestRunRefusesASecondRunner(t *testing.T) {
+	repo := newRepo(t, toyFiles(improvePlan, ""))
+	x := load(t, repo)
+	unlock, err := lockExperiment(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := Run(context.Background(), x, Options{}); err == nil || !strings.Contains(err.Error(), "another `autoresearch run` is running toy") {
+		t.Fatalf("a second runner: %v, want it refused", err)
+	}
+	if fileExists(x.Worktree) {
+		t.Error("the refused runner made the worktree")
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }

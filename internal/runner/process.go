@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -125,6 +126,13 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	cmd.Stderr = pw
 	cmd.SysProcAttr = c.attr(len(mounts) > 0, p.Offline && c.offline())
 
+	// The step's first process gets SIGKILL when the thread that started
+	// it ends (attr's Pdeathsig): the thread stays this goroutine's until
+	// the step is over, so that only the runner's death ends it early. In
+	// a PID namespace the first process is its init, and everything in
+	// the namespace dies with it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := time.Now()
 	leaders.Lock()
 	err = cmd.Start()
