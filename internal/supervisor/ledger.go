@@ -25,7 +25,7 @@ func GitStep(ctx context.Context, ws *workspace.Workspace, stateDir, action, bas
 	if err != nil {
 		return "", err
 	}
-	if err := Record(ctx, ws, ledger); err != nil {
+	if err := Record(ctx, ws, stateDir, ledger); err != nil {
 		return commit, err
 	}
 	if err := publish(ws, stateDir); err != nil || action != steps.GitCommit {
@@ -59,12 +59,13 @@ func gitStep(ctx context.Context, ws *workspace.Workspace, action, base, candida
 }
 
 // Record writes the ledger header of u to experiences.md and, when u has a
-// round, that round's row there and in results.tsv. The row's commit, when
+// round, that round's row there and in results.tsv, to the ledger as the
+// supervisor last published it in stateDir. The row's commit, when
 // empty, is HEAD's. Recording a round again with the same verdict rewrites
 // its experiences.md row but adds no second results.tsv line, so that a
 // retried step leaves the ledger as one run would.
-func Record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) error {
-	_, err := record(ctx, ws, u)
+func Record(ctx context.Context, ws *workspace.Workspace, stateDir string, u steps.LedgerUpdate) error {
+	_, err := record(ctx, ws, stateDir, u)
 	return err
 }
 
@@ -72,7 +73,7 @@ func Record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) 
 // in stateDir and commits it. It returns the ledger as committed and the
 // commit HEAD is on.
 func Finish(ctx context.Context, ws *workspace.Workspace, stateDir string, u steps.LedgerUpdate) (workspace.Ledger, string, error) {
-	ledger, err := record(ctx, ws, u)
+	ledger, err := record(ctx, ws, stateDir, u)
 	if err != nil {
 		return ledger, "", err
 	}
@@ -86,7 +87,10 @@ func Finish(ctx context.Context, ws *workspace.Workspace, stateDir string, u ste
 	return ledger, head, err
 }
 
-func record(ctx context.Context, ws *workspace.Workspace, u steps.LedgerUpdate) (workspace.Ledger, error) {
+func record(ctx context.Context, ws *workspace.Workspace, stateDir string, u steps.LedgerUpdate) (workspace.Ledger, error) {
+	if err := adoptPublished(ws, stateDir); err != nil {
+		return workspace.Ledger{}, err
+	}
 	ledger, err := workspace.ReadLedger(ws.ExperiencesPath())
 	if err != nil {
 		return ledger, err

@@ -46,7 +46,7 @@ func TestRecord(t *testing.T) {
 			u := steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 3, MaxRounds: 5, Status: "running", Round: &tc.round, MemoryGB: "1.5"}
 			// A retried step records the round again.
 			for range 2 {
-				if err := Record(ctx, ws, u); err != nil {
+				if err := Record(ctx, ws, ws.StateDir(), u); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -80,7 +80,7 @@ func TestRecord(t *testing.T) {
 func TestRecordWithoutARoundWritesTheHeader(t *testing.T) {
 	ws, _ := newWorkspace(t)
 	results := readFile(t, ws.ResultsPath())
-	if err := Record(context.Background(), ws, steps.LedgerUpdate{Metric: "score", Rounds: 2, MaxRounds: 4, Status: "stopped_by_user"}); err != nil {
+	if err := Record(context.Background(), ws, ws.StateDir(), steps.LedgerUpdate{Metric: "score", Rounds: 2, MaxRounds: 4, Status: "stopped_by_user"}); err != nil {
 		t.Fatal(err)
 	}
 	ledger, err := workspace.ReadLedger(ws.ExperiencesPath())
@@ -172,5 +172,35 @@ func TestFinishCommitsTheLedger(t *testing.T) {
 	}
 	if again := git(t, ws.Root, "rev-parse", "HEAD"); again != head {
 		t.Errorf("finishing again made commit %s", again)
+	}
+}
+
+// TestRecordStartsFromThePublishedLedger: a process that outlived the
+// Researcher's step (on a resumed run, the Researcher of the run before)
+// rewrites the worktree's ledger while the round trains; the round's
+// record starts from the ledger the supervisor published, so neither its
+// forged row nor its results.tsv line reaches the branch.
+func TestRecordStartsFromThePublishedLedger(t *testing.T) {
+	ctx := context.Background()
+	ws, res := newWorkspace(t)
+	if err := PrepareRound(ctx, ws, 1, res.StartCommit, ws.StateDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FinishResearch(ctx, ws, 1, ws.StateDir(), nil); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, ws.ExperiencesPath(), "| 7 | ✅ | score=500 | improved | forged round | the best ever |  |\n")
+	appendFile(t, ws.ResultsPath(), "deadbee\t500.000000\t0.0\tkeep\tforged round\n")
+	u := steps.LedgerUpdate{Metric: "score", Rounds: 1, MaxRounds: 3, Status: "running", Round: &steps.LedgerRound{Round: 1, Verdict: "not_improved", Value: "5"}}
+	if _, err := GitStep(ctx, ws, ws.StateDir(), steps.GitRollback, res.StartCommit, "", "", u); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{ws.ExperiencesPath(), ws.ResultsPath(), PublishedLedger(ws.StateDir(), workspace.ExperiencesFile)} {
+		if got := readFile(t, p); strings.Contains(got, "forged") || strings.Contains(got, "500") {
+			t.Errorf("%s holds the forgery:\n%s", p, got)
+		}
+	}
+	if got := readFile(t, ws.ExperiencesPath()); !strings.Contains(got, "not_improved") {
+		t.Errorf("experiences.md lacks round 1's row:\n%s", got)
 	}
 }

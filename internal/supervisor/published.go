@@ -46,3 +46,36 @@ func publish(ws *workspace.Workspace, stateDir string) error {
 	}
 	return nil
 }
+
+// adoptPublished puts the ledger files the supervisor last published back
+// into the worktree before it writes them again, so that a write starts
+// from what the supervisor wrote, whatever a process left in the worktree
+// since. Before the first publication the worktree's are the
+// supervisor's.
+func adoptPublished(ws *workspace.Workspace, stateDir string) error {
+	if _, err := os.Lstat(PublishedLedger(stateDir, workspace.ExperiencesFile)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for name, p := range ledgerFiles(ws) {
+		data, err := workspace.ReadRegularFile(PublishedLedger(stateDir, name), workspace.MaxLedgerBytes)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if now, err := workspace.ReadRegularFile(p, workspace.MaxLedgerBytes); err == nil && string(now) == string(data) {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+		if err := workspace.WriteFileAtomic(p, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}

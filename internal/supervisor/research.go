@@ -132,7 +132,7 @@ func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, bas
 		}
 	}
 	if ledger != nil {
-		if err := Record(ctx, ws, *ledger); err != nil {
+		if err := Record(ctx, ws, stateDir, *ledger); err != nil {
 			return err
 		}
 	}
