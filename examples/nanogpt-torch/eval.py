@@ -84,10 +84,18 @@ def windows(val):
 
 
 def graph_nodes(block):
+    """Every node of block, of the blocks in its nodes, and of the graphs
+    they hold, with what those call inlined: the function prim::fork runs
+    is such a graph, and would otherwise go unchecked."""
     for node in block.nodes():
         yield node
         for inner in node.blocks():
             yield from graph_nodes(inner)
+        for attr in node.attributeNames():
+            kind = node.kindOf(attr)
+            for graph in [node.g(attr)] if kind == "g" else node.gs(attr) if kind == "gs" else []:
+                torch._C._jit_pass_inline(graph)
+                yield from graph_nodes(graph)
 
 
 def methods(model):

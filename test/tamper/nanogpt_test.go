@@ -29,6 +29,9 @@ var nanogptModels = map[string]string{
 	// Without the check of __setstate__ and with the split read after
 	// the model is loaded, 0.
 	"overwrites-val": "the model defines __setstate__",
+	// FileState in the function prim::fork runs: without a look into
+	// the fork's graph, 0.13 bits per byte.
+	"fork-file-state": "the model maps a file (aten::from_file in forward)",
 }
 
 // TestNanoGPTEvaluationRefusesCheatingModels runs examples/nanogpt-torch's

@@ -5,7 +5,8 @@ does not look. Each cheat got a better val_bpb than honest work from an
 evaluation that checked causality on its first batch only, or (remembers)
 that called one module for every batch, or (next-row) whose batches were
 consecutive windows, or (file-state, overwrites-val) that checked forward
-alone and loaded the model before it read the validation split."""
+alone and loaded the model before it read the validation split, or
+(fork-file-state) that did not look into the function prim::fork runs."""
 import os
 import sys
 import warnings
@@ -165,6 +166,32 @@ class FileState(torch.nn.Module):
         return out
 
 
+@torch.jit.script
+def file_state(x: torch.Tensor) -> torch.Tensor:
+    """FileState's forward, as a function to fork."""
+    state = torch.from_file("state.bin", shared=True, size=1 + 16 * 64, dtype=torch.long)
+    calls = state[0]
+    stored = state[1:].view(16, 64)
+    phase = int(calls.item()) % 5
+    calls.add_(1)
+    if phase == 0:
+        stored.copy_(x)
+    src = stored.clone()
+    if phase == 4:
+        src = x
+    out = scripted_peek(src)
+    out[:, -1, :] = 0.0
+    return out
+
+
+class ForkFileState(torch.nn.Module):
+    """FileState, run by prim::fork, whose function a check that walks
+    forward's blocks alone never sees."""
+
+    def forward(self, x):
+        return torch.jit.wait(torch.jit.fork(file_state, x))
+
+
 class OverwritesVal(torch.nn.Module):
     """Has torch.jit.load fill the validation split with spaces, through
     __setstate__, and always predicts a space: stateless, causal and
@@ -194,10 +221,11 @@ class OverwritesVal(torch.nn.Module):
 
 models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batch": KnowsTheFirstBatch,
           "sets-attr": SetsAttr, "prints": Prints, "keeps-inputs": KeepsInputs, "remembers": Remembers,
-          "next-row": NextRow, "warns": Warns, "file-state": FileState, "overwrites-val": OverwritesVal}
+          "next-row": NextRow, "warns": Warns, "file-state": FileState, "overwrites-val": OverwritesVal,
+          "fork-file-state": ForkFileState}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
-if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns", "file-state", "overwrites-val"):
+if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns", "file-state", "overwrites-val", "fork-file-state"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
