@@ -3,6 +3,7 @@ package supervisor
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,9 @@ import (
 // worth training.
 func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, base, start, stateDir string) (steps.ComplianceResult, error) {
 	candidate, err := ws.Seal(ctx, round, base)
+	if unsealable := (*workspace.UnsealableError)(nil); errors.As(err, &unsealable) {
+		return steps.ComplianceResult{Violation: unsealable.Error()}, nil
+	}
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}
@@ -48,6 +52,9 @@ func CheckCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha
 func CheckCandidateCompliance(ctx context.Context, ws *workspace.Workspace, spec *v1alpha1.AutoResearchSpec, round int32, candidate, root, sealBase, base, start, stateDir string) (steps.ComplianceResult, error) {
 	on := cmp.Or(sealBase, base)
 	commit, err := ws.SealDir(ctx, round, candidate, on, root)
+	if unsealable := (*workspace.UnsealableError)(nil); errors.As(err, &unsealable) {
+		return steps.ComplianceResult{Violation: unsealable.Error()}, nil
+	}
 	if err != nil {
 		return steps.ComplianceResult{}, err
 	}

@@ -67,13 +67,7 @@ func adoptPublished(ws *workspace.Workspace, stateDir string) error {
 		if err != nil {
 			return err
 		}
-		if now, err := workspace.ReadRegularFile(p, workspace.MaxLedgerBytes); err == nil && string(now) == string(data) {
-			continue
-		}
-		if err := os.RemoveAll(p); err != nil {
-			return err
-		}
-		if err := workspace.WriteFileAtomic(p, data); err != nil {
+		if err := replaceLedgerFile(p, data); err != nil {
 			return err
 		}
 	}

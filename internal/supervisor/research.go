@@ -371,11 +371,24 @@ func restoreLedger(ws *workspace.Workspace, dir string) error {
 		if err != nil {
 			return fmt.Errorf("restoring the ledger: %w", err)
 		}
-		if err := workspace.WriteFileAtomic(p, data); err != nil {
+		if err := replaceLedgerFile(p, data); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// replaceLedgerFile makes the ledger file at p hold data, whatever the
+// Researcher left at p: a directory there would refuse the rename that
+// writes the file, every round after.
+func replaceLedgerFile(p string, data []byte) error {
+	if now, err := workspace.ReadRegularFile(p, workspace.MaxLedgerBytes); err == nil && string(now) == string(data) {
+		return nil
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return err
+	}
+	return workspace.WriteFileAtomic(p, data)
 }
 
 // PrepareCandidate gives the Researcher of a candidate of a round of

@@ -187,7 +187,7 @@ func (w *Workspace) seal(ctx context.Context, dir string, treeEnv []string, ref,
 			return err
 		}
 		if _, err := gitEnv(ctx, dir, env, "add", "-A", "--", "."); err != nil {
-			return err
+			return &UnsealableError{err: err}
 		}
 		// The ledger is the supervisor's: the candidate has it as base does.
 		if _, err := gitEnv(ctx, dir, env, append([]string{"reset", "-q", baseCommit, "--"}, w.ledgerRepoPaths()...)...); err != nil {
@@ -208,6 +208,18 @@ func (w *Workspace) seal(ctx context.Context, dir string, treeEnv []string, ref,
 	}
 	return commit, nil
 }
+
+// UnsealableError is a seal that git refused for what the Researcher left
+// in the work tree — a nested repository without a commit, a path with a
+// .git component in any case, a file the supervisor cannot read — which
+// is the round's failing, not the experiment's.
+type UnsealableError struct{ err error }
+
+func (e *UnsealableError) Error() string {
+	return "the candidate cannot be sealed, as git cannot add what the Researcher left: " + e.err.Error()
+}
+
+func (e *UnsealableError) Unwrap() error { return e.err }
 
 // removeSpecialFiles removes from dir what a Researcher put in place of a
 // file of base's — the index env names — that git cannot hold: a named

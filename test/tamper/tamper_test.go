@@ -94,6 +94,9 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"train-plants-filter":         v1alpha1.VerdictComplianceFailed,
 	"train-rewrites-eval":         v1alpha1.VerdictNotImproved,
 	"ledger-fifo":                 v1alpha1.VerdictComplianceFailed,
+	"ledger-dir":                  v1alpha1.VerdictComplianceFailed,
+	"unsealable-empty-repo":       v1alpha1.VerdictComplianceFailed,
+	"unsealable-dot-git":          v1alpha1.VerdictComplianceFailed,
 	// A round of one finds the name taken by the supervisor's directory.
 	"state-dir-link": v1alpha1.VerdictImproved,
 }
