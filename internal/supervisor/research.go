@@ -385,7 +385,7 @@ func replaceLedgerFile(p string, data []byte) error {
 	if now, err := workspace.ReadRegularFile(p, workspace.MaxLedgerBytes); err == nil && string(now) == string(data) {
 		return nil
 	}
-	if err := os.RemoveAll(p); err != nil {
+	if err := workspace.RemoveAll(p); err != nil {
 		return err
 	}
 	return workspace.WriteFileAtomic(p, data)
@@ -409,7 +409,7 @@ func PrepareCandidate(ctx context.Context, ws *workspace.Workspace, round int32,
 		if ok && (rest == "" || len(rest) == 1 && rest[0] >= 'a' && rest[0] <= 'p') {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(parent, e.Name())); err != nil {
+		if err := workspace.RemoveAll(filepath.Join(parent, e.Name())); err != nil {
 			return err
 		}
 	}

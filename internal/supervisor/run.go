@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
@@ -54,5 +53,5 @@ func PrepareRun(ctx context.Context, ws *workspace.Workspace, commit, root, trai
 
 // removeRuns deletes every checkout of earlier rounds.
 func removeRuns(stateDir string) error {
-	return os.RemoveAll(filepath.Join(stateDir, "runs"))
+	return workspace.RemoveAll(filepath.Join(stateDir, "runs"))
 }

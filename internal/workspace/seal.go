@@ -269,7 +269,7 @@ func (w *Workspace) Checkout(ctx context.Context, commit, dest string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(abs); err != nil {
+	if err := RemoveAll(abs); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {

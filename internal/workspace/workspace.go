@@ -324,14 +324,47 @@ func (w *Workspace) Rollback(ctx context.Context, base string) error {
 		// -B resets the branch even if it was moved, deleted or left for another.
 		{"checkout", "-f", "-B", w.Branch, baseCommit},
 		{"reset", "--hard", baseCommit},
-		clean,
 	}
 	for _, args := range steps {
 		if _, err := git(ctx, w.Root, args...); err != nil {
 			return fmt.Errorf("rollback to %s: %w", text.ShortCommit(baseCommit), err)
 		}
 	}
+	if _, err := git(ctx, w.Root, clean...); err != nil {
+		if err := w.removeUntracked(ctx); err != nil {
+			return fmt.Errorf("rollback to %s: %w", text.ShortCommit(baseCommit), err)
+		}
+		if _, err := git(ctx, w.Root, clean...); err != nil {
+			return fmt.Errorf("rollback to %s: %w", text.ShortCommit(baseCommit), err)
+		}
+	}
 	return w.restoreLedger(saved)
+}
+
+// removeUntracked removes what git clean could not: the untracked files
+// and directories of the worktree, ignored ones too, but for the state
+// directory and the Caches, with RemoveAll, which reaches below PATH_MAX
+// and into directories their owner may not open. A Researcher that left a
+// tree git cannot walk would otherwise fail every rollback after it.
+func (w *Workspace) removeUntracked(ctx context.Context) error {
+	out, err := git(ctx, w.Root, "ls-files", "-z", "--others", "--directory", "--", ".")
+	if err != nil {
+		return err
+	}
+	keep := []string{w.repoPath(stateDirName)}
+	for _, c := range w.Caches {
+		keep = append(keep, w.repoPath(c))
+	}
+	for _, p := range strings.Split(out, "\x00") {
+		p = strings.TrimSuffix(p, "/")
+		if p == "" || slices.ContainsFunc(keep, func(k string) bool { return p == k || strings.HasPrefix(p, k+"/") || strings.HasPrefix(k, p+"/") }) {
+			continue
+		}
+		if err := RemoveAll(filepath.Join(w.Root, filepath.FromSlash(p))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // savedFile is a ledger file's working-tree content kept across a rollback.

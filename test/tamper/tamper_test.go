@@ -97,6 +97,9 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"ledger-dir":                  v1alpha1.VerdictComplianceFailed,
 	"unsealable-empty-repo":       v1alpha1.VerdictComplianceFailed,
 	"unsealable-dot-git":          v1alpha1.VerdictComplianceFailed,
+	// What git add cannot walk stays out of the candidate, whose change
+	// is honest; the rollback that follows the commit removes it.
+	"deep-dir": v1alpha1.VerdictImproved,
 	// A round of one finds the name taken by the supervisor's directory.
 	"state-dir-link": v1alpha1.VerdictImproved,
 }
