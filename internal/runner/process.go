@@ -102,7 +102,8 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	defer logFile.Close()
 
 	output := &tailBuffer{max: outputBytes}
-	out := io.MultiWriter(logFile, output)
+	log := &logWriter{f: logFile, max: maxLogBytes}
+	out := io.MultiWriter(log, output)
 	if p.Live != nil {
 		out = io.MultiWriter(out, p.Live)
 	}
@@ -201,10 +202,52 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	}
 	// The log is the step's record for people: a write or close that fails
 	// fails the step.
+	if err := log.finish(captured); err != nil {
+		return exit, captured, err
+	}
 	if _, err := fmt.Fprintf(logFile, "\n[autoresearch] exit code %d after %s (timed out: %t)\n", exit.ExitCode, exit.Duration.Round(time.Millisecond), timedOut); err != nil {
 		return exit, captured, err
 	}
 	return exit, captured, logFile.Close()
+}
+
+// maxLogBytes is how much of a step's output its log keeps from the start;
+// the end follows, as much of it as RunOutput keeps (outputBytes). A step
+// that floods its output fills no disk.
+var maxLogBytes int64 = 256 << 20
+
+// logWriter writes a step's output to its log until max bytes, and counts
+// the rest. It never fails a write, so that the output goes on to the tail
+// the supervisor reads; a write error of the log's is finish's.
+type logWriter struct {
+	f        *os.File
+	max, n   int64
+	total    int64
+	writeErr error
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.total += int64(len(p))
+	if w.writeErr == nil && w.n < w.max {
+		k, err := w.f.Write(p[:min(int64(len(p)), w.max-w.n)])
+		w.n += int64(k)
+		w.writeErr = err
+	}
+	return len(p), nil
+}
+
+// finish ends a log that max cut short with what it left out, then tail,
+// the end of the output, from where the log's start ends; and returns the
+// log's write error, if any.
+func (w *logWriter) finish(tail string) error {
+	if w.writeErr != nil || w.total <= w.n {
+		return w.writeErr
+	}
+	// tail is the output's last bytes: those the log holds already go.
+	tail = tail[max(0, w.n-(w.total-int64(len(tail)))):]
+	_, err := fmt.Fprintf(w.f, "\n[autoresearch] %d bytes of output left out here, past the log's first %d; the last %d follow\n%s",
+		w.total-w.n-int64(len(tail)), w.n, len(tail), tail)
+	return err
 }
 
 // mounts are the mounts the step gets under c, their paths resolved as the

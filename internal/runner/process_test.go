@@ -200,6 +200,34 @@ func TestOutputKeepsItsEnd(t *testing.T) {
 	}
 }
 
+// TestTheLogKeepsItsStartAndEnd floods a step's output past what its log
+// keeps: the log holds the start, says how much it left out, then the
+// end, and the step's output ends as it did.
+func TestTheLogKeepsItsStartAndEnd(t *testing.T) {
+	defer func(limit int64) { maxLogBytes = limit }(maxLogBytes)
+	maxLogBytes = 1 << 20
+	log := filepath.Join(t.TempDir(), "log")
+	exit, output, err := Process{
+		Command: `echo first line; head -c 20971520 /dev/zero | tr '\0' x; echo; echo 'val_bpb: 0.9'`,
+		Dir:     t.TempDir(), Timeout: time.Minute, KillGrace: time.Second, LogPath: log,
+	}.RunOutput(context.Background())
+	if err != nil || exit.ExitCode != 0 || !strings.HasSuffix(output, "\nval_bpb: 0.9\n") {
+		t.Fatalf("exit %+v, err %v, output ending %q", exit, err, output[max(0, len(output)-40):])
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(data)
+	// The start, the note of what was left out, the output's kept end
+	// (outputBytes) and the exit line.
+	if len(data) > (1<<20)+outputBytes+200 || !strings.HasPrefix(got, "first line\n") ||
+		!strings.Contains(got, fmt.Sprintf("[autoresearch] %d bytes of output left out here, past the log's first %d; the last %d follow\n", 20971520+11+1+13-(1<<20)-outputBytes, 1<<20, outputBytes)) ||
+		!strings.Contains(got, "\nval_bpb: 0.9\n\n[autoresearch] exit code 0") {
+		t.Errorf("a log of %d bytes: starts %q, ends %q", len(data), got[:min(len(got), 40)], got[max(0, len(got)-200):])
+	}
+}
+
 // sendScript sends what it reads (or, reading nothing, a secret) to a TCP
 // port on the loopback (argv 1) and to an abstract Unix socket (argv 2),
 // where any process of the machine can listen, and says for each whether
