@@ -204,7 +204,13 @@ while [ $# -gt 1 ]; do
 	machine) readonly_machine ;;
 	pin) mount --rbind -- "$2" "$2" ;;
 	*)
-		mount --bind -- "$src" "$2" &&
+		# A writable directory comes with the mounts below it (a
+		# separate file system holding the experiment under /tmp), as
+		# read-only as the machine made them; a read-only one without
+		# them, which would stay writable.
+		bind=--bind
+		[ "$mode" != rw ] || bind=--rbind
+		mount "$bind" -- "$src" "$2" &&
 			opts=$(findmnt -n -o VFS-OPTIONS --mountpoint "$2" | tail -n 1) &&
 			mount -o "remount,bind,$mode${opts#r[ow]}" -- "$2" "$2" ;;
 	esac || {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
 )
 
 const improvePlan = `rounds:
@@ -634,4 +635,48 @@ func TestRunRefusesASecondRunner(t *testing.T) {
 func fileExists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
+}
+
+// TestAnExperimentOnAFileSystemOfItsOwnUnderTmp runs an experiment kept on
+// a file system mounted under /tmp (a tmpfs), which the Researcher writes
+// as a whole: its writable /tmp comes with the mounts below it, or the
+// experiment would be missing from it, and every Researcher failed to
+// mount it. The repository stays read-only to the Researcher there.
+func TestAnExperimentOnAFileSystemOfItsOwnUnderTmp(t *testing.T) {
+	if !ReadOnlyMounts() {
+		t.Skip("steps get no read-only mounts here: " + MountsWarning())
+	}
+	tmp, err := os.MkdirTemp("/tmp", "autoresearch-fs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(tmp)
+	if err := syscall.Mount("tmpfs", tmp, "tmpfs", 0, "size=64m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	defer func() {
+		if err := syscall.Unmount(tmp, syscall.MNT_DETACH); err != nil {
+			t.Error(err)
+		}
+	}()
+	files := toyFiles(improvePlan, "")
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 1", 1)
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"],
+		`command: "autoresearch researcher scripted --plan plan.yaml"`,
+		`command: "echo forged >> $(git rev-parse --path-format=absolute --git-common-dir)/../README.md; autoresearch researcher scripted --plan plan.yaml"`, 1)
+	repo := filepath.Join(tmp, "repo")
+	gittest.WriteFiles(t, repo, files)
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
+	st, out := run(t, load(t, repo), Options{})
+	if v := verdicts(ledger(t, load(t, repo))); !cmp.Equal(v, []string{"0:baseline", "1:improved"}) {
+		t.Errorf("verdicts %v, want round 1 improved:\n%s", v, out)
+	}
+	if st.Phase != v1alpha1.PhaseSucceeded {
+		t.Errorf("phase %s: %s", st.Phase, st.Message)
+	}
+	if got := readFile(t, filepath.Join(repo, "README.md")); strings.Contains(got, "forged") {
+		t.Errorf("the Researcher wrote the repository: %q", got)
+	}
 }
