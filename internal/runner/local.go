@@ -852,9 +852,14 @@ func (l *Local) finish(ctx context.Context, a round.Action) (*round.Observation,
 	return &round.Observation{Kind: round.ObserveFinished, Round: a.Round, Commit: commit, Push: l.push(ctx)}, nil
 }
 
-// use makes ws the run's workspace, with the caches its rollbacks keep.
+// use makes ws the run's workspace, with the caches its rollbacks keep,
+// and its temporary files in the state directory, which no step writes: a
+// Researcher writes the machine's temporary directories, and one that runs
+// beside the supervisor (spec.pipeline, spec.candidates) would swap its
+// throwaway index there.
 func (l *Local) use(ws *workspace.Workspace) {
 	ws.Caches = v1alpha1.Strings(l.spec.Workspace.Caches)
+	ws.Temp = filepath.Join(ws.StateDir(), "tmp")
 	l.ws = ws
 }
 

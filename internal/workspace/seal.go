@@ -45,14 +45,26 @@ func (w *Workspace) CandidatesPrefix() string {
 
 // withIndex runs fn with a throwaway index file, so that the supervisor's
 // own staging never touches, nor trusts, the worktree's index, whose flags
-// (assume-unchanged, skip-worktree) a Researcher can set.
-func withIndex(fn func(env []string) error) (err error) {
-	dir, err := os.MkdirTemp("", "autoresearch-index-")
+// (assume-unchanged, skip-worktree) a Researcher can set. The file lies in
+// w.Temp.
+func (w *Workspace) withIndex(fn func(env []string) error) (err error) {
+	dir, err := w.tempDir("autoresearch-index-")
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 	return fn([]string{"GIT_INDEX_FILE=" + filepath.Join(dir, "index")})
+}
+
+// tempDir makes a temporary directory of the supervisor's in w.Temp, or
+// in the system's temporary directory where w.Temp is empty.
+func (w *Workspace) tempDir(pattern string) (string, error) {
+	if w.Temp != "" {
+		if err := os.MkdirAll(w.Temp, 0o700); err != nil {
+			return "", err
+		}
+	}
+	return os.MkdirTemp(w.Temp, pattern)
 }
 
 // Seal freezes the worktree's files as they are now — what .gitignore does
@@ -114,7 +126,7 @@ func (w *Workspace) mergeTree(ctx context.Context, ours, theirs string) (out str
 	if err != nil {
 		return "", err
 	}
-	empty, err := os.MkdirTemp("", "autoresearch-merge-")
+	empty, err := w.tempDir("autoresearch-merge-")
 	if err != nil {
 		return "", err
 	}
@@ -178,7 +190,7 @@ func (w *Workspace) seal(ctx context.Context, dir string, treeEnv []string, ref,
 		return "", fmt.Errorf("sealing %s: %w", ref, err)
 	}
 	var commit string
-	err = withIndex(func(env []string) error {
+	err = w.withIndex(func(env []string) error {
 		env = append(env, treeEnv...)
 		if _, err := gitEnv(ctx, dir, env, "read-tree", baseCommit); err != nil {
 			return err
@@ -275,7 +287,7 @@ func (w *Workspace) Checkout(ctx context.Context, commit, dest string) error {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return err
 	}
-	return withIndex(func(env []string) error {
+	return w.withIndex(func(env []string) error {
 		env = append(env, "GIT_DIR="+strings.TrimSpace(gitDir), "GIT_WORK_TREE="+abs)
 		if _, err := gitEnv(ctx, abs, env, "read-tree", c); err != nil {
 			return err

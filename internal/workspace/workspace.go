@@ -50,6 +50,12 @@ type Workspace struct {
 	// Caches are the git-ignored paths, relative to Dir, that Rollback
 	// keeps.
 	Caches []string
+	// Temp holds the supervisor's temporary files, its throwaway index
+	// above all: a directory that no step writes, where steps run beside
+	// the supervisor (the system's temporary directory, which Researchers
+	// write, when empty). An index swapped between the two git commands
+	// of a checkout would have the checkout hold files no commit does.
+	Temp string
 }
 
 // Create makes the worktree at worktreePath on a new branch

@@ -21,6 +21,7 @@ func TestConcurrentAttacks(t *testing.T) {
 	}
 	for name, spec := range map[string]string{
 		"pipelined-researcher-writes-the-eval": "  maxRounds: 2\n  pipeline: true\n",
+		"pipelined-researcher-swaps-the-index": "  maxRounds: 2\n  pipeline: true\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if !runner.ReadOnlyMounts() {
