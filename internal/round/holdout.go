@@ -73,6 +73,10 @@ func (e *engine) holdoutPeak() (float64, bool) {
 // keepHoldout makes value, round's holdout reading, the best code's, and
 // the peak when it is better than the peak.
 func (e *engine) keepHoldout(h *v1alpha1.HoldoutStatus, value string, round int32) {
+	if h.Peak == "" {
+		// A status from before the peak: the best so far is its peak.
+		h.Peak = h.Best
+	}
 	peak, ok := e.holdoutPeak()
 	h.Best, h.BestRound = value, round
 	if v, err := metric.ParseDecimal(value); err == nil && (!ok || holdoutWorse(peak, v, 0, e.spec.Eval.Direction)) {
