@@ -50,6 +50,12 @@ STATEFUL_NODES = {
     "aten::warn": "warns",
     "aten::from_file": "maps a file",
     "aten::save": "writes a file",
+    # Code these run is in no graph the check walks: a script class's
+    # __enter__ and __exit__, a method or function left uninlined.
+    "prim::Enter": "enters a context manager",
+    "prim::Exit": "leaves a context manager",
+    "prim::CallMethod": "calls a method the check cannot see into",
+    "prim::CallFunction": "calls a function the check cannot see into",
 }
 
 
@@ -139,7 +145,9 @@ class Model:
 
     def __call__(self, x):
         torch.manual_seed(0)
-        out = self.module()(x.to(self.device))
+        # A copy: the module may write its input, which on the CPU would
+        # otherwise be the evaluation's own batch, that the checks build on.
+        out = self.module()(x.to(self.device, copy=True))
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != (EVAL_BATCH, CONTEXT_LEN, VOCAB_SIZE):
             shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
             fail(f"model output is {shape}, want logits of shape {(EVAL_BATCH, CONTEXT_LEN, VOCAB_SIZE)}")

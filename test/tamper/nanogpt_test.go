@@ -32,6 +32,13 @@ var nanogptModels = map[string]string{
 	// FileState in the function prim::fork runs: without a look into
 	// the fork's graph, 0.13 bits per byte.
 	"fork-file-state": "the model maps a file (aten::from_file in forward)",
+	// FileState in a context manager's __enter__: 0.13 bits per byte
+	// without a refusal of what runs it.
+	"enter-file-state": "the model enters a context manager (prim::Enter in forward)",
+	// Its state in the evaluation's own batch: 0.13 bits per byte where
+	// the model was given that batch rather than a copy. Given a copy,
+	// every call finds no stash and reads ahead, as the checks see.
+	"stashes-in-its-input": "model is not causal",
 }
 
 // TestNanoGPTEvaluationRefusesCheatingModels runs examples/nanogpt-torch's
