@@ -594,7 +594,8 @@ func TestAResearcherDiesWithTheRunner(t *testing.T) {
 				t.Fatal(err)
 			}
 			select {
-			case <-exited:
+			case err := <-exited:
+				t.Logf("the runner ended after %s: %v", sig, err)
 			case <-time.After(30 * time.Second):
 				_ = runner.Process.Kill()
 				t.Fatalf("the runner did not end after %s:\n%s", sig, out.String())
@@ -650,7 +651,7 @@ func TestAnExperimentOnAFileSystemOfItsOwnUnderTmp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.Remove(tmp)
+	defer func() { _ = os.Remove(tmp) }()
 	if err := syscall.Mount("tmpfs", tmp, "tmpfs", 0, "size=64m"); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v", err)
 	}
