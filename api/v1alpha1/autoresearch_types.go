@@ -28,7 +28,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.workspace == oldSelf.workspace",message="workspace cannot change once the experiment exists: the experiment's repository lives there; start a new experiment instead",fieldPath=".workspace"
 // +kubebuilder:validation:XValidation:rule="!has(self.combine) || !self.combine || (has(self.candidates) && self.candidates >= 2 && self.candidates <= 15)",message="combine needs candidates from 2 to 15: it adds a candidate to a round in which two or more improved",fieldPath=".combine"
 // +kubebuilder:validation:XValidation:rule="!has(self.kernelTargets) || size(self.kernelTargets) == 0 || (has(self.fixed.files) && size(self.fixed.files) > 0)",message="kernelTargets need their baseline modules listed in fixed.files",fieldPath=".kernelTargets"
-// +kubebuilder:validation:XValidation:rule="has(self.holdout) == has(oldSelf.holdout) && (!has(self.holdout) || self.holdout == oldSelf.holdout)",message="holdout cannot change once the experiment exists: the best's holdout value was measured under it; start a new experiment instead",fieldPath=".holdout"
+// +kubebuilder:validation:XValidation:rule="has(self.holdout) == has(oldSelf.holdout) && (!has(self.holdout) || self.holdout == oldSelf.holdout)",message="holdout cannot change once the experiment exists: the holdout values candidates are held to were measured under it; start a new experiment instead",fieldPath=".holdout"
 // +kubebuilder:validation:XValidation:rule="!has(self.holdout) || !has(self.holdout.volume) || !has(self.holdout.volume.persistentVolumeClaim) || !has(self.source.pvc) || self.holdout.volume.persistentVolumeClaim.claimName != self.source.pvc.claimName",message="the holdout's claim may not be the workspace claim, which every Researcher mounts: keep the holdout's data on a claim of its own",fieldPath=".holdout.volume.persistentVolumeClaim.claimName"
 type AutoResearchSpec struct {
 	// researchQuestion is what the experiment tries to find out, shown to every Researcher.
@@ -121,8 +121,9 @@ type AutoResearchSpec struct {
 
 	// holdout is a second evaluation the Researcher never sees: it runs for
 	// every candidate the evaluation judges improved, and a candidate whose
-	// holdout value is worse than the best's by more than the tolerance is
-	// overfit and rolled back. Its command, data and output stay out of the
+	// holdout value is worse by more than the tolerance than the best that
+	// kept code has measured (status.holdout.peak) is overfit and rolled
+	// back. Its command, data and output stay out of the
 	// Researcher's reach; only the verdict says overfit. On a cluster it
 	// needs volume, which only the holdout's own pod mounts.
 	// +optional

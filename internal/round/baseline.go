@@ -43,6 +43,11 @@ func (e *engine) rebaseline(what []string) {
 			Message: fmt.Sprintf("round %d was dropped before its verdict because the measure changed; it starts again after the baseline is measured again", cr.Number)})
 	}
 	e.st.LedgerCommit = ""
+	if h := e.st.Holdout; h != nil {
+		// The holdout's values so far are on the old measure's scale: the
+		// baseline measured again starts them afresh.
+		h.Best, h.BestRound, h.Peak = "", 0, ""
+	}
 	e.measureBaseline(BestCommit(&e.st), "measure changed ("+strings.Join(what, ", ")+"); baseline measured again")
 }
 
@@ -99,7 +104,8 @@ func (e *engine) baselineSample(raw string) {
 	mean, stddev := meanStddev(b.Values)
 	b.Value, b.Stddev, b.Samples = decimal(mean), decimal(stddev), int32(len(b.Values))
 	if e.spec.Holdout != nil {
-		// The best code's holdout value is what candidates are held to.
+		// The holdout's value of the baseline starts the peak that
+		// candidates are held to.
 		e.advance(v1alpha1.StepHoldout)
 		return
 	}

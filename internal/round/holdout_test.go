@@ -59,8 +59,8 @@ func holdoutStarted(t *testing.T, mutate ...func(*v1alpha1.AutoResearchSpec)) *d
 }
 
 // TestHoldoutVerdicts: a candidate the evaluation judges improved is held
-// to the best's holdout value; one worse than it by more than the tolerance
-// is overfit and rolled back.
+// to the peak, the best holdout value kept code has measured; one worse
+// than it by more than the tolerance is overfit and rolled back.
 func TestHoldoutVerdicts(t *testing.T) {
 	rollback := ActionRollback
 	commit := ActionCommit
@@ -74,7 +74,7 @@ func TestHoldoutVerdicts(t *testing.T) {
 		best     string
 		readings []v1alpha1.HoldoutReading
 	}{
-		"a holdout worse than the best's by more than the tolerance is overfit": {
+		"a holdout worse than the peak by more than the tolerance is overfit": {
 			eval: "0.9", holdout: &HoldoutResult{Found: true, Value: "0.4432"},
 			verdict: v1alpha1.VerdictOverfit, insight: overfitInsight, action: rollback, best: holdoutBest,
 			readings: []v1alpha1.HoldoutReading{{Round: 0, Value: holdoutBest, Verdict: v1alpha1.VerdictBaseline}, {Round: 1, Value: "0.4432", Verdict: v1alpha1.VerdictOverfit}},
@@ -176,6 +176,27 @@ func TestHoldoutCannotDriftATolerancePerRound(t *testing.T) {
 				t.Errorf("holdout best %s, peak %s; want round 1's 0.4411 and the baseline's %s", h.Best, h.Peak, holdoutBest)
 			}
 		})
+	}
+}
+
+// TestARebaselineStartsTheHoldoutPeakAfresh: a changed measure measures
+// the baseline's holdout again, on its own scale; candidates are held to
+// that, not to the peak the old measure reached.
+func TestARebaselineStartsTheHoldoutPeakAfresh(t *testing.T) {
+	d := holdoutStarted(t)
+	d.next(Observation{Kind: ObserveRebaseline, Changed: []string{"spec.holdout"}})
+	d.next(trained(0))
+	d.next(evaluated(0, "1.0"))
+	if acts := d.next(holdoutValue(0, "0.6000")); len(acts) == 0 || acts[len(acts)-1].Type != ActionRunResearcher {
+		t.Fatalf("after the new baseline's holdout: %+v, want round 1's Researcher", acts)
+	}
+	if h := d.st.Holdout; h.Best != "0.6000" || h.Peak != "0.6000" {
+		t.Fatalf("holdout best %s, peak %s; want the new baseline's 0.6000", h.Best, h.Peak)
+	}
+	d.advanceTo(v1alpha1.StepEval)
+	d.next(evaluated(1, "0.9"))
+	if acts := d.next(holdoutValue(1, "0.5950")); len(acts) != 1 || acts[0].Type != ActionCommit {
+		t.Fatalf("round 1: %+v, want the commit of a holdout better than the new baseline's", acts)
 	}
 }
 
