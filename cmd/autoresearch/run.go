@@ -61,8 +61,12 @@ func newRunCommand() *cobra.Command {
 			stop := make(chan struct{})
 			signals := make(chan os.Signal, 2)
 			// A hangup, the terminal gone, aborts at once: no one is left
-			// to press Ctrl-C again.
-			signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			// to press Ctrl-C again. Under nohup, which ignores it, the
+			// run goes on.
+			signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+			if !signal.Ignored(syscall.SIGHUP) {
+				signal.Notify(signals, syscall.SIGHUP)
+			}
 			defer signal.Stop(signals)
 			go func() {
 				if <-signals != syscall.SIGHUP {

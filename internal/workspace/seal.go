@@ -199,7 +199,7 @@ func (w *Workspace) seal(ctx context.Context, dir string, treeEnv []string, ref,
 			return err
 		}
 		if _, err := gitEnv(ctx, dir, env, "add", "-A", "--", "."); err != nil {
-			return &UnsealableError{err: err}
+			return refused(ctx, err)
 		}
 		// The ledger is the supervisor's: the candidate has it as base does.
 		if _, err := gitEnv(ctx, dir, env, append([]string{"reset", "-q", baseCommit, "--"}, w.ledgerRepoPaths()...)...); err != nil {
@@ -232,6 +232,16 @@ func (e *UnsealableError) Error() string {
 }
 
 func (e *UnsealableError) Unwrap() error { return e.err }
+
+// refused is err, git add's failure, as an UnsealableError, unless ctx
+// ended: a seal stopped by an abort is the run's to retry, not the
+// candidate's failing.
+func refused(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return &UnsealableError{err: err}
+}
 
 // removeSpecialFiles removes from dir what a Researcher put in place of a
 // file of base's — the index env names — that git cannot hold: a named

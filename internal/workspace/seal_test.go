@@ -304,3 +304,19 @@ func TestSealTakesAPipeForADeletedFile(t *testing.T) {
 		t.Errorf("violations (-want +got):\n%s", diff)
 	}
 }
+
+// TestAStoppedSealIsNoCandidatesFailing: git add's failure is the
+// candidate's, unless the run was stopped meanwhile, whose next attempt
+// seals the candidate again.
+func TestAStoppedSealIsNoCandidatesFailing(t *testing.T) {
+	failed := errors.New("git add -A -- .: signal: killed")
+	var unsealable *UnsealableError
+	if err := refused(context.Background(), failed); !errors.As(err, &unsealable) {
+		t.Errorf("a refusal: %v, want an UnsealableError", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := refused(ctx, failed); errors.As(err, &unsealable) || !errors.Is(err, failed) {
+		t.Errorf("a stopped seal: %v, want its error as it is", err)
+	}
+}
