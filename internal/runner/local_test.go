@@ -615,6 +615,45 @@ func TestAResearcherDiesWithTheRunner(t *testing.T) {
 	}
 }
 
+// TestANohupRunGoesOnAfterAHangup: under nohup, which ignores the hangup,
+// the runner and its Researcher go on.
+func TestANohupRunGoesOnAfterAHangup(t *testing.T) {
+	nohup, err := exec.LookPath("nohup")
+	if err != nil {
+		t.Skip("no nohup")
+	}
+	files := toyFiles(improvePlan, "")
+	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"],
+		`command: "autoresearch researcher scripted --plan plan.yaml"`,
+		`command: "for i in $(seq 1200); do date +%s%N > alive; sleep 0.05; done"`, 1)
+	x := load(t, newRepo(t, files))
+	runner := exec.Command(nohup, "autoresearch", "run", "-f", x.File, "--worktree", x.Worktree)
+	var out bytes.Buffer
+	runner.Stdout, runner.Stderr = &out, &out
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = runner.Process.Kill()
+		_ = runner.Wait()
+	}()
+	alive := filepath.Join(x.Worktree, "alive")
+	for deadline := time.Now().Add(time.Minute); !fileExists(alive); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Researcher never ran:\n%s", out.String())
+		}
+	}
+	if err := runner.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	before := readFile(t, alive)
+	time.Sleep(time.Second)
+	if after := readFile(t, alive); after == before {
+		t.Fatalf("the Researcher stopped after a hangup under nohup:\n%s", out.String())
+	}
+}
+
 // TestRunRefusesASecondRunner: while one runner holds the experiment, a
 // second one says so and runs nothing.
 func TestRunRefusesASecondRunner(t *testing.T) {
