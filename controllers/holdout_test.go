@@ -90,7 +90,7 @@ func TestHoldoutOnACluster(t *testing.T) {
 	if args := strings.Join(waitPod(t, ns, podName(2, stepGit)).Spec.Containers[0].Args, " "); strings.Contains(args, "rollback") {
 		t.Errorf("the git step of a confirmed improvement rolls back: %s", args)
 	}
-	want := &v1alpha1.HoldoutStatus{Best: "10.2", BestRound: 2, Readings: []v1alpha1.HoldoutReading{
+	want := &v1alpha1.HoldoutStatus{Best: "10.2", BestRound: 2, Peak: "10.2", Readings: []v1alpha1.HoldoutReading{
 		{Round: 0, Value: "10.5", Verdict: v1alpha1.VerdictBaseline},
 		{Round: 1, Value: "11.2", Verdict: v1alpha1.VerdictOverfit},
 		{Round: 2, Value: "10.2", Verdict: v1alpha1.VerdictImproved},

@@ -122,7 +122,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	}
 
 	commit := steps.GitOptions{
-		Worktree: v.wt, Action: steps.GitCommit, Base: start, Candidate: candidate, Message: "autoresearch: round 1 — score=20 (improved)",
+		Worktree: v.wt, StateDir: v.state, Action: steps.GitCommit, Base: start, Candidate: candidate, Message: "autoresearch: round 1 — score=20 (improved)",
 		Ledger: steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 1, MaxRounds: 2, Status: "running", MemoryGB: "0.5",
 			Round: &steps.LedgerRound{Round: 1, Strategy: "double SCORE", Compliance: "✅", Value: "20", Verdict: string(v1alpha1.VerdictImproved)}},
 		ResultPath: v.result("commit"),
@@ -153,7 +153,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 
 	header := steps.LedgerUpdate{Metric: "score", Best: "20", BestRound: 1, Rounds: 2, MaxRounds: 2, Status: "running"}
 	rollback := steps.GitOptions{
-		Worktree: v.wt, Action: steps.GitRollback, Base: committed.Commit,
+		Worktree: v.wt, StateDir: v.state, Action: steps.GitRollback, Base: committed.Commit,
 		Ledger: withRow(header, steps.LedgerRound{Round: 2, Strategy: "edit the evaluation", Compliance: "❌ files: " + compliance.Violation,
 			Verdict: string(v1alpha1.VerdictComplianceFailed), Commit: compliance.Candidate}),
 		ResultPath: v.result("rollback"),
@@ -175,7 +175,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(secret, "token"), []byte("unused by file://"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	finish := steps.FinishOptions{Worktree: v.wt, Ledger: header, ResultPath: v.result("finish"), Push: &steps.PushOptions{URL: "file://" + remote, SecretDir: secret}}
+	finish := steps.FinishOptions{Worktree: v.wt, StateDir: v.state, Ledger: header, ResultPath: v.result("finish"), Push: &steps.PushOptions{URL: "file://" + remote, SecretDir: secret}}
 	run(steps.FinishArgs(steps.Binary, finish))
 	var finished steps.GitResult
 	decodeResult(t, finish.ResultPath, &finished)

@@ -163,7 +163,8 @@ func InitArgs(binary string, o InitOptions) []string {
 // puts the worktree on the round's base before its Researcher.
 type PrepareOptions struct {
 	Worktree
-	// StateDir keeps the round's ledger backup; StateDir when empty.
+	// StateDir keeps the round's ledger backup and the ledger the
+	// supervisor publishes; StateDir when empty.
 	StateDir string
 	Round    int32
 	Base     string
@@ -202,7 +203,8 @@ func PrepareArgs(binary string, o PrepareOptions) []string {
 // the ledger back from the Researcher and checks compliance.
 type CheckOptions struct {
 	Worktree
-	// StateDir keeps the round's ledger backup; StateDir when empty.
+	// StateDir keeps the round's ledger backup and the ledger the
+	// supervisor publishes; StateDir when empty.
 	StateDir string
 	Round    int32
 	Base     string
@@ -250,6 +252,8 @@ func CheckArgs(binary string, o CheckOptions) []string {
 // round's git step, then its ledger row.
 type GitOptions struct {
 	Worktree
+	// StateDir is where the ledger is published; StateDir when empty.
+	StateDir string
 	// Action is GitCommit or GitRollback.
 	Action string
 	// Base is the commit the round started from.
@@ -289,6 +293,7 @@ func (p *PushOptions) args() []string {
 func GitArgs(binary string, o GitOptions) []string {
 	args := append([]string{binary, "workspace", o.Action}, o.Worktree.args()...)
 	args = append(args, flags(
+		"state-dir", cmp.Or(o.StateDir, StateDir),
 		"base", o.Base,
 		"candidate", o.Candidate,
 		"message", o.Message,
@@ -336,7 +341,9 @@ func CheckoutArgs(binary string, o CheckoutOptions) []string {
 // writes the final ledger status and commits the ledger.
 type FinishOptions struct {
 	Worktree
-	Ledger LedgerUpdate
+	// StateDir is where the ledger is published; StateDir when empty.
+	StateDir string
+	Ledger   LedgerUpdate
 	// ResultPath gets a GitResult with the commit HEAD is on.
 	ResultPath string
 	// Push pushes the branch afterwards.
@@ -346,7 +353,7 @@ type FinishOptions struct {
 // FinishArgs is the command line of `autoresearch workspace finish`.
 func FinishArgs(binary string, o FinishOptions) []string {
 	args := append([]string{binary, "workspace", "finish"}, o.Worktree.args()...)
-	args = append(args, flags("ledger", mustJSON(o.Ledger), "result", o.ResultPath)...)
+	args = append(args, flags("state-dir", cmp.Or(o.StateDir, StateDir), "ledger", mustJSON(o.Ledger), "result", o.ResultPath)...)
 	return append(args, o.Push.args()...)
 }
 

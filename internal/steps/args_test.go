@@ -64,15 +64,15 @@ func TestArgs(t *testing.T) {
 		},
 		"commit": {
 			got:  GitArgs(Binary, GitOptions{Worktree: wt, Action: GitCommit, Base: "abc", Message: "-round 1", Ledger: ledger}),
-			want: append(append([]string{Binary, "workspace", "commit"}, wtArgs...), "--base=abc", "--message=-round 1", "--ledger="+ledgerJSON),
+			want: append(append([]string{Binary, "workspace", "commit"}, wtArgs...), "--state-dir=/workspace/state", "--base=abc", "--message=-round 1", "--ledger="+ledgerJSON),
 		},
 		"rollback": {
-			got:  GitArgs(Binary, GitOptions{Worktree: wt, Action: GitRollback, Base: "abc", Ledger: ledger, ResultPath: "/tmp/r"}),
-			want: append(append([]string{Binary, "workspace", "rollback"}, wtArgs...), "--base=abc", "--ledger="+ledgerJSON, "--result=/tmp/r"),
+			got:  GitArgs(Binary, GitOptions{Worktree: wt, StateDir: "/state", Action: GitRollback, Base: "abc", Ledger: ledger, ResultPath: "/tmp/r"}),
+			want: append(append([]string{Binary, "workspace", "rollback"}, wtArgs...), "--state-dir=/state", "--base=abc", "--ledger="+ledgerJSON, "--result=/tmp/r"),
 		},
 		"finish": {
 			got:  FinishArgs(Binary, FinishOptions{Worktree: Worktree{Dir: "/wt", Subdir: ".", Name: "toy"}, Ledger: LedgerUpdate{Metric: "score", Status: "completed"}}),
-			want: []string{Binary, "workspace", "finish", "--worktree=/wt", "--subdir=.", "--name=toy", `--ledger={"metric":"score","rounds":0,"maxRounds":0,"status":"completed"}`},
+			want: []string{Binary, "workspace", "finish", "--worktree=/wt", "--subdir=.", "--name=toy", "--state-dir=/workspace/state", `--ledger={"metric":"score","rounds":0,"maxRounds":0,"status":"completed"}`},
 		},
 	}
 	for name, tc := range cases {
