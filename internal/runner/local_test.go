@@ -655,7 +655,8 @@ func TestANohupRunGoesOnAfterAHangup(t *testing.T) {
 }
 
 // TestRunRefusesASecondRunner: while one runner holds the experiment, a
-// second one says so and runs nothing.
+// second one says so and runs nothing, also after an editor saved the
+// experiment file by renaming a new one over it.
 func TestRunRefusesASecondRunner(t *testing.T) {
 	repo := newRepo(t, toyFiles(improvePlan, ""))
 	x := load(t, repo)
@@ -664,6 +665,13 @@ func TestRunRefusesASecondRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
+	saved := x.File + ".new"
+	if err := os.WriteFile(saved, []byte(readFile(t, x.File)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(saved, x.File); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Run(context.Background(), x, Options{}); err == nil || !strings.Contains(err.Error(), "another `autoresearch run` is running toy") {
 		t.Fatalf("a second runner: %v, want it refused", err)
 	}
