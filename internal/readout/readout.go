@@ -77,6 +77,9 @@ func (r Request) Validate() error {
 		}
 		if d := it.Diff; d != nil {
 			kinds++
+			if d.GitDir == "" {
+				return noGitDir(it.Name)
+			}
 			paths = append(paths, d.GitDir)
 			if d.Subdir != "" {
 				paths = append(paths, d.Subdir)
@@ -90,6 +93,9 @@ func (r Request) Validate() error {
 		}
 		if b := it.Bundle; b != nil {
 			kinds++
+			if b.GitDir == "" {
+				return noGitDir(it.Name)
+			}
 			paths = append(paths, b.GitDir)
 			if b.Experiment == "" {
 				return fmt.Errorf("item %s: the bundle names no experiment", it.Name)
@@ -105,4 +111,10 @@ func (r Request) Validate() error {
 		}
 	}
 	return nil
+}
+
+// noGitDir is the error of a diff or a bundle that names no git
+// directory, as a plugin older than the reader sends them.
+func noGitDir(item string) error {
+	return fmt.Errorf("item %s names no git directory: the kubectl plugin and the reader pod's image are of different versions; use the plugin of the operator's version, or give it that operator's image with --image", item)
 }

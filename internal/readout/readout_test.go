@@ -106,18 +106,20 @@ func TestReadRefusesDamagedOutput(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	cases := map[string]Request{
-		"nothing":          {},
-		"no name":          {Items: []Item{{File: "a"}}},
-		"twice the name":   {Items: []Item{{Name: "a", File: "a"}, {Name: "a", File: "b"}}},
-		"two things":       {Items: []Item{{Name: "a", File: "a", List: "b"}}},
-		"absolute":         {Items: []Item{{Name: "a", File: "/etc/passwd"}}},
-		"up":               {Items: []Item{{Name: "a", List: "logs/../../etc"}}},
-		"option as from":   {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", From: "--output=/tmp/x", To: "HEAD"}}}},
-		"empty revision":   {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", From: "HEAD"}}}},
-		"bundle, no name":  {Items: []Item{{Name: "a", Bundle: &Bundle{GitDir: "source/.git"}}}},
-		"bundle outside":   {Items: []Item{{Name: "a", Bundle: &Bundle{GitDir: "../x", Experiment: "e"}}}},
-		"diff subdir up":   {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", Subdir: "../exp", From: "A", To: "B"}}}},
-		"diff file upward": {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", From: "A", To: "B", Files: []string{"../../x"}}}}},
+		"nothing":            {},
+		"no name":            {Items: []Item{{File: "a"}}},
+		"twice the name":     {Items: []Item{{Name: "a", File: "a"}, {Name: "a", File: "b"}}},
+		"two things":         {Items: []Item{{Name: "a", File: "a", List: "b"}}},
+		"absolute":           {Items: []Item{{Name: "a", File: "/etc/passwd"}}},
+		"up":                 {Items: []Item{{Name: "a", List: "logs/../../etc"}}},
+		"option as from":     {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", From: "--output=/tmp/x", To: "HEAD"}}}},
+		"empty revision":     {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", From: "HEAD"}}}},
+		"bundle, no name":    {Items: []Item{{Name: "a", Bundle: &Bundle{GitDir: "source/.git"}}}},
+		"bundle outside":     {Items: []Item{{Name: "a", Bundle: &Bundle{GitDir: "../x", Experiment: "e"}}}},
+		"diff, no git dir":   {Items: []Item{{Name: "a", Diff: &Diff{Subdir: "exp", From: "A", To: "B"}}}},
+		"bundle, no git dir": {Items: []Item{{Name: "a", Bundle: &Bundle{Experiment: "e"}}}},
+		"diff subdir up":     {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", Subdir: "../exp", From: "A", To: "B"}}}},
+		"diff file upward":   {Items: []Item{{Name: "a", Diff: &Diff{GitDir: "source/.git", From: "A", To: "B", Files: []string{"../../x"}}}}},
 	}
 	for name, req := range cases {
 		if err := req.Validate(); err == nil {

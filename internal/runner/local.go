@@ -409,7 +409,13 @@ func (l *Local) rebuildFromLedger(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ledger, err := workspace.ReadLedger(ws.ExperiencesPath())
+	// The ledger as the supervisor last published it, where it did: the
+	// worktree's may hold what a Researcher wrote before the run stopped.
+	path := supervisor.PublishedLedger(ws.StateDir(), workspace.ExperiencesFile)
+	if _, err := os.Lstat(path); err != nil {
+		path = ws.ExperiencesPath()
+	}
+	ledger, err := workspace.ReadLedger(path)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 const improvePlan = `rounds:
@@ -301,6 +302,13 @@ func TestRebuildsStateFromTheLedger(t *testing.T) {
 	x := load(t, repo)
 	run(t, x, Options{})
 	if err := os.Remove(filepath.Join(x.StateDir(), stateFile)); err != nil {
+		t.Fatal(err)
+	}
+	// What a Researcher of a run killed meanwhile may have left: rounds
+	// the rebuilt state must not count.
+	experiences := filepath.Join(x.Worktree, workspace.ExperiencesFile)
+	forged := strings.Replace(readFile(t, experiences), "| 1 |", "| 5 | ✅ | score=99 | improved | forged |  |  |\n| 1 |", 1)
+	if err := os.WriteFile(experiences, []byte(forged+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	raise(t, repo, "maxRounds: 1", "maxRounds: 2")

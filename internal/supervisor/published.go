@@ -59,7 +59,7 @@ func adoptPublished(ws *workspace.Workspace, stateDir string) error {
 	for name, p := range ledgerFiles(ws) {
 		data, err := workspace.ReadRegularFile(PublishedLedger(stateDir, name), workspace.MaxLedgerBytes)
 		if errors.Is(err, fs.ErrNotExist) {
-			if err := os.RemoveAll(p); err != nil {
+			if err := workspace.RemoveAll(p); err != nil {
 				return err
 			}
 			continue

@@ -83,7 +83,7 @@ func (b *Backup) restore(dir string) ([]string, error) {
 	for _, e := range entries {
 		if _, ok := b.files[e.Name()]; !ok {
 			changed = append(changed, e.Name())
-			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			if err := workspace.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 				return nil, err
 			}
 		}
@@ -97,7 +97,7 @@ func (b *Backup) restore(dir string) ([]string, error) {
 			continue
 		}
 		changed = append(changed, name)
-		if err := os.RemoveAll(p); err != nil {
+		if err := workspace.RemoveAll(p); err != nil {
 			return nil, err
 		}
 		if err := workspace.WriteFileAtomic(p, b.files[name]); err != nil {
@@ -115,7 +115,8 @@ func (b *Backup) restore(dir string) ([]string, error) {
 // FinishResearch; it removes the checkouts that earlier rounds trained and
 // evaluated in. A round that starts again at the same base gets the ledger
 // and the git machinery of its first attempt back before git runs, so that
-// nothing a failed Researcher planted survives into the retry.
+// nothing a failed Researcher planted survives into the retry; any other
+// gets the ledger as the supervisor last published it.
 func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, base, stateDir string, ledger *steps.LedgerUpdate) error {
 	dir := backupDir(stateDir, round)
 	saved, err := os.ReadFile(filepath.Join(dir, baseFile))
@@ -130,6 +131,11 @@ func PrepareRound(ctx context.Context, ws *workspace.Workspace, round int32, bas
 		if _, err := restoreGitState(ctx, ws, dir); err != nil {
 			return err
 		}
+	}
+	// The round's ledger starts from the supervisor's, whatever a
+	// Researcher of a stopped run left in the worktree.
+	if err := adoptPublished(ws, stateDir); err != nil {
+		return err
 	}
 	if ledger != nil {
 		if err := Record(ctx, ws, stateDir, *ledger); err != nil {

@@ -90,6 +90,10 @@ func TestPrepareRoundAtAnotherBaseTakesANewBackup(t *testing.T) {
 	writeFiles(t, ws.Dir, map[string]string{"train.sh": "#!/bin/sh\nSCORE=30\n"})
 	base := keep(t, ws, 1, res.StartCommit, "another start")
 	appendFile(t, ws.ResultsPath(), "1234567\t30\t0.0\tkeep\tsupervisor's row\n")
+	// Published, as every write of the supervisor's is.
+	if err := publish(ws, state); err != nil {
+		t.Fatal(err)
+	}
 	results := readFile(t, ws.ResultsPath())
 
 	if err := PrepareRound(ctx, ws, 1, base, state, nil); err != nil {
