@@ -49,9 +49,9 @@ func newExecCommand() *cobra.Command {
 
 train and eval run COMMAND (e.g. -- sh -c "python train.py") so that every
 process it starts dies with it, stop it at --timeout (SIGTERM, then SIGKILL
-after --grace), keep the full log on the workspace volume and write a compact
-JSON result to --result, read from the output as captured, not from the
-log. eval first verifies the fixed files' hashes and does not run a changed
+after --grace), keep the log (its first 256 MiB and last 4 MiB) on the
+workspace volume and write a compact JSON result to --result, read from
+the output as captured, not from the log. eval first verifies the fixed files' hashes and does not run a changed
 evaluation. exec exits with the command's exit code, so that the Job's
 status is honest, and writes the result either way.
 
@@ -94,7 +94,7 @@ the compliance result of ` + "`workspace check`" + ` given with --compliance.`,
 	fl.StringVar(&f.targets, "targets", "", "the kernel parity targets, as the JSON list of spec.kernelTargets")
 	fl.StringVar(&f.python, "python", "python3", "the Python that runs the parity check")
 	fl.StringVar(&f.compliance, "compliance", "", "the compliance result of `workspace check` that the parity check completes")
-	fl.StringVar(&f.log, "log", "", "where the full log goes (default: the round's log on the workspace volume)")
+	fl.StringVar(&f.log, "log", "", "where the log goes (default: the round's log on the workspace volume)")
 	fl.StringVar(&f.result, "result", steps.TerminationMessagePath, "where the JSON result goes")
 	return cmd
 }

@@ -83,7 +83,7 @@ func newLogsCommand(c *cluster) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "logs NAME --round N [--candidate a] [--step train|eval|researcher|compliance|git]",
-		Short: "Print a step's full log: training's and evaluation's from the workspace volume, the others' from their pods",
+		Short: "Print a step's log: training's and evaluation's from the workspace volume, the others' from their pods",
 		Args:  exactlyName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

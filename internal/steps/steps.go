@@ -28,7 +28,7 @@ const (
 	GitDir = SourceDir + "/.git"
 	// WorktreeDir is the experiment's worktree on the branch autoresearch/<name>.
 	WorktreeDir = WorkspaceMount + "/worktree"
-	// LogsDir keeps every step's full log, out of the Researcher's reach.
+	// LogsDir keeps every step's log, out of the Researcher's reach.
 	LogsDir = WorkspaceMount + "/logs"
 	// CandidatesDir keeps the copies of the base commit that the
 	// Researchers of a round of several candidates work on, one each.
