@@ -328,7 +328,7 @@ func (b childBuilder) researcherPod(a round.Action) (*corev1.Pod, error) {
 		}, s.Researcher.Env...),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: volumeWorkspace, MountPath: steps.WorktreeDir, SubPath: "worktree"},
-			{Name: volumeWorkspace, MountPath: steps.GitDir, SubPath: strings.TrimPrefix(steps.GitDir, steps.WorkspaceMount+"/"), ReadOnly: true},
+			{Name: volumeWorkspace, MountPath: steps.GitDir, SubPath: workspaceSubPath(steps.GitDir), ReadOnly: true},
 			{Name: volumePrompt, MountPath: steps.PromptMount, ReadOnly: true},
 		},
 	})

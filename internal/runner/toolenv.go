@@ -235,11 +235,11 @@ func saveToolchains(stateDir string, found map[string]string) error {
 	return workspace.WriteFileAtomic(p, data)
 }
 
-// plantedToolchains says which toolchain files above dir differ from the
-// set the experiment started with, as a compliance violation; "" when none
-// does.
-func plantedToolchains(dir string, start map[string]string) string {
-	now := toolchainFilesAbove(dir)
+// plantedToolchains says which toolchain files above stateDir differ from
+// the set the experiment started with, as a compliance violation; "" when
+// none does.
+func plantedToolchains(stateDir string, start map[string]string) string {
+	now := toolchainFilesAbove(stateDir)
 	var changed []string
 	for p, digest := range now {
 		if start[p] != digest {
@@ -257,5 +257,5 @@ func plantedToolchains(dir string, start map[string]string) string {
 	slices.Sort(changed)
 	return fmt.Sprintf("files that choose the interpreter or toolchain of the evaluation changed above the experiment since it started: %s "+
 		"(put them back as they were to go on; if you changed them yourself, remove %s to accept them as they are now)",
-		strings.Join(changed, ", "), filepath.Join(dir, toolchainsFile))
+		strings.Join(changed, ", "), filepath.Join(stateDir, toolchainsFile))
 }

@@ -51,9 +51,9 @@ type Workspace struct {
 	// keeps.
 	Caches []string
 	// Temp holds the supervisor's temporary files, its throwaway index
-	// above all: a directory that no step writes, where steps run beside
-	// the supervisor (the system's temporary directory, which Researchers
-	// write, when empty). An index swapped between the two git commands
+	// above all: a directory that no step writes (where steps get
+	// read-only mounts), for steps that run beside the supervisor; the
+	// system's temporary directory, which Researchers write, when empty. An index swapped between the two git commands
 	// of a checkout would have the checkout hold files no commit does.
 	Temp string
 }
