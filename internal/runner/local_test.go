@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -587,7 +588,13 @@ func TestAResearcherDiesWithTheRunner(t *testing.T) {
 			runner := exec.Command("autoresearch", "run", "-f", x.File, "--worktree", x.Worktree)
 			var out bytes.Buffer
 			runner.Stdout, runner.Stderr = &out, &out
-			if err := runner.Start(); err != nil {
+			// A hangup the tests ignore (run under nohup) would be ignored
+			// by the runner too: caught here, it is the runner's default.
+			hangups := make(chan os.Signal, 1)
+			signal.Notify(hangups, syscall.SIGHUP)
+			err := runner.Start()
+			signal.Stop(hangups)
+			if err != nil {
 				t.Fatal(err)
 			}
 			exited := make(chan error, 1)
