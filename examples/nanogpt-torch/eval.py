@@ -56,7 +56,16 @@ STATEFUL_NODES = {
     "prim::Exit": "leaves a context manager",
     "prim::CallMethod": "calls a method the check cannot see into",
     "prim::CallFunction": "calls a function the check cannot see into",
+    # Grad mode is the process's: a call that flips it leaves a bit for
+    # the next.
+    "aten::set_grad_enabled": "changes grad mode",
 }
+
+# Ops that hand back memory no op has written: an earlier call's tensors,
+# freed, are still in it (a model that scanned torch.empty buffers for a
+# record it had left there scored 0.13 bits per byte).
+UNINITIALIZED = ("aten::empty", "aten::new_empty", "aten::_empty", "aten::resize", "aten::_resize",
+                 "aten::sparse_resize", "aten::_copy_from_and_resize", "prims::empty", "prims::resize")
 
 
 def fail(message):
@@ -125,6 +134,8 @@ def check_pure(model):
             kind = node.kind()
             if kind in STATEFUL_NODES:
                 fail(f"the model {STATEFUL_NODES[kind]} ({kind} in {name}); it must compute its logits from its input alone")
+            if kind.startswith(UNINITIALIZED):
+                fail(f"the model reads uninitialized memory ({kind} in {name}), where an earlier call can leave state; it must compute its logits from its input alone")
             if kind == "prim::GetAttr" and isinstance(node.output().type(), (torch._C.ListType, torch._C.DictType)):
                 fail(f"the model holds a {node.output().type()} attribute, which it could change between calls")
 

@@ -39,6 +39,10 @@ var nanogptModels = map[string]string{
 	// the model was given that batch rather than a copy. Given a copy,
 	// every call finds no stash and reads ahead, as the checks see.
 	"stashes-in-its-input": "model is not causal",
+	// Its state in freed memory that torch.empty hands back: 0.13 bits
+	// per byte without a refusal of such memory.
+	"reads-freed-memory":        "the model reads uninitialized memory (aten::empty in forward)",
+	"resizes-into-freed-memory": "the model reads uninitialized memory (aten::resize_ in forward)",
 }
 
 // TestNanoGPTEvaluationRefusesCheatingModels runs examples/nanogpt-torch's

@@ -8,7 +8,8 @@ consecutive windows, or (file-state, overwrites-val) that checked forward
 alone and loaded the model before it read the validation split, or
 (fork-file-state, enter-file-state) that did not look into the function
 prim::fork runs or a context manager's __enter__, or (stashes-in-its-input)
-that gave the model its own batch to write."""
+that gave the model its own batch to write, or (reads-freed-memory) that let
+it read memory no op had written."""
 import os
 import sys
 import warnings
@@ -248,6 +249,63 @@ class StashesInItsInput(torch.nn.Module):
         return torch.nn.functional.one_hot(nxt, 256).float() * 30.0 * known.unsqueeze(-1)
 
 
+class ReadsFreedMemory(torch.nn.Module):
+    """Keeps its state in memory it freed: every call allocates buffers
+    with torch.empty, which hands back what earlier calls' tensors left,
+    scans them for the newest record an earlier call wrote (magic, call
+    count, the scored batch, a checksum), then writes its own into every
+    buffer before they are freed. The count says which of the
+    evaluation's five calls of a batch this is, as FileState's file did."""
+
+    def forward(self, x):
+        w = (torch.arange(1025, dtype=torch.long) * 2654435761) % 1000003 + 1
+        bufs: List[torch.Tensor] = []
+        # A big allocation, mapped and freed at once: glibc then raises its
+        # thresholds, so that the buffers below come from the heap and
+        # stay there once freed.
+        big = torch.empty([2000000], dtype=torch.long)
+        best = big[:1].numel() - 2
+        del big
+        stored = x.clone()
+        for n in [60000 + 3000 * i for i in range(12)]:
+            buf = torch.empty([n], dtype=torch.long)
+            bufs.append(buf)
+            hits = (buf[: n - 1028] == 6840560335010234369).nonzero().view(-1)
+            for j in range(hits.shape[0]):
+                o = int(hits[j].item())
+                rec = buf[o + 1:o + 1026]
+                if bool((rec * w).sum() == buf[o + 1026]) and bool(buf[o + 1027] == 7046029254386353131):
+                    c = int(rec[0].item())
+                    if c > best:
+                        best = c
+                        stored = rec[1:].view(16, 64).clone()
+        count = best + 1
+        phase = count % 5
+        if phase == 0:
+            stored = x.clone()
+        src = stored
+        if phase == 4:
+            src = x
+        out = scripted_peek(src)
+        out[:, -1, :] = 0.0
+        rec = torch.cat([torch.tensor([6840560335010234369, count], dtype=torch.long), stored.reshape(-1)])
+        rec = torch.cat([rec, torch.tensor([0, 7046029254386353131], dtype=torch.long)])
+        rec[1026] = (rec[1:1026] * w).sum()
+        for buf in bufs:
+            k = buf.shape[0] // 2048
+            buf[: k * 2048].view(k, 2048)[:, 100:1128].copy_(rec.view(1, 1028).expand(k, 1028))
+        return out
+
+
+class ResizesIntoFreedMemory(torch.nn.Module):
+    """Gets memory no op has written another way, by resizing an empty
+    tensor; it keeps nothing there, but may."""
+
+    def forward(self, x):
+        scratch = torch.zeros([0], dtype=torch.long).resize_([8])
+        return torch.zeros(x.shape[0], x.shape[1], 256) + scratch[:0].sum().float()
+
+
 class OverwritesVal(torch.nn.Module):
     """Has torch.jit.load fill the validation split with spaces, through
     __setstate__, and always predicts a space: stateless, causal and
@@ -278,11 +336,12 @@ class OverwritesVal(torch.nn.Module):
 models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batch": KnowsTheFirstBatch,
           "sets-attr": SetsAttr, "prints": Prints, "keeps-inputs": KeepsInputs, "remembers": Remembers,
           "next-row": NextRow, "warns": Warns, "file-state": FileState, "overwrites-val": OverwritesVal,
-          "fork-file-state": ForkFileState, "enter-file-state": EnterFileState, "stashes-in-its-input": StashesInItsInput}
+          "fork-file-state": ForkFileState, "enter-file-state": EnterFileState, "stashes-in-its-input": StashesInItsInput,
+          "reads-freed-memory": ReadsFreedMemory, "resizes-into-freed-memory": ResizesIntoFreedMemory}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
 if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns", "file-state", "overwrites-val", "fork-file-state",
-                   "enter-file-state", "stashes-in-its-input"):
+                   "enter-file-state", "stashes-in-its-input", "reads-freed-memory", "resizes-into-freed-memory"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
