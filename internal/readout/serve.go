@@ -3,13 +3,11 @@ package readout
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
@@ -49,7 +47,10 @@ func Serve(ctx context.Context, root string, req Request, out io.Writer) error {
 func read(ctx context.Context, vol *os.Root, root string, it Item) ([]byte, error) {
 	switch {
 	case it.File != "":
-		return readFile(vol, filepath.FromSlash(it.File))
+		// Training writes its log on the volume: a named pipe in its
+		// place would hold the reader until its deadline, a huge file
+		// fill its memory.
+		return workspace.ReadRegularFileIn(vol, filepath.FromSlash(it.File), maxItemBytes)
 	case it.List != "":
 		f, err := vol.Open(filepath.FromSlash(it.List))
 		if err != nil {
@@ -90,25 +91,4 @@ func bundle(ctx context.Context, root string, b *Bundle) ([]byte, error) {
 		return nil, err
 	}
 	return os.ReadFile(file)
-}
-
-// readFile reads the regular file name of the volume, of at most
-// maxItemBytes. Training writes its log on the volume: a named pipe in its
-// place, whose writer never comes, would hold the reader until its
-// deadline, and a huge file would fill its memory. O_NONBLOCK opens a pipe
-// without waiting, to refuse it.
-func readFile(vol *os.Root, name string) ([]byte, error) {
-	f, err := vol.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", name, info.Mode().Type())
-	}
-	return readAtMost(f, name)
 }

@@ -24,6 +24,22 @@ func ReadRegularFile(path string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readRegular(f, path, limit)
+}
+
+// ReadRegularFileIn is ReadRegularFile for the file name inside root,
+// which keeps the read inside it, symbolic links included.
+func ReadRegularFileIn(root *os.Root, name string, limit int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	return readRegular(f, name, limit)
+}
+
+// readRegular reads f, opened as path, and closes it: a regular file of at
+// most limit bytes, or an error.
+func readRegular(f *os.File, path string, limit int64) ([]byte, error) {
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {

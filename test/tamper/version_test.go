@@ -19,10 +19,7 @@ import (
 // rate run as `python eval.py` (a pyenv shim where pyenv is installed),
 // and the toy with its fixed checker in Rust, built and run by cargo (a
 // rustup proxy where rustup is installed).
-var versionToys = map[string]struct {
-	files                                    map[string]string
-	fixed, eval, metric, direction, baseline string
-}{
+var versionToys = map[string]versionToy{
 	"python": {
 		files: map[string]string{
 			"train.sh":   "#!/bin/sh\nWRONG=3\necho $WRONG 10 > out.txt\n",
@@ -41,6 +38,33 @@ var versionToys = map[string]struct {
 		},
 		fixed: "[eval.sh, check/]", eval: "./eval.sh", metric: "score", direction: "maximize", baseline: "10",
 	},
+}
+
+// versionToy is an experiment of the attacks in attacks-version/.
+type versionToy struct {
+	files                                    map[string]string
+	fixed, eval, metric, direction, baseline string
+}
+
+// experiment is the toy's experiment file, of one round, whose Researcher
+// runs researcher with MARKER naming marker.
+func (toy versionToy) experiment(researcher, marker string) string {
+	return `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a better number come?"
+  maxRounds: 1
+  baseline: {value: "` + toy.baseline + `"}
+  fixed: {files: ` + toy.fixed + `, timeLimit: 10s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: ` + toy.metric + `, direction: ` + toy.direction + `, command: "` + toy.eval + `"}
+  researcher:
+    command: "` + researcher + `"
+    env: [{name: MARKER, value: "` + marker + `"}]
+`
 }
 
 // TestVersionManagerAttacks runs the attacks in attacks-version/, each a
@@ -95,22 +119,7 @@ func versionAttack(t *testing.T, name, s string, want v1alpha1.Verdict) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "planted-command-ran")
 	files := maps.Clone(toy.files)
-	files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: toy
-spec:
-  researchQuestion: "Does a better number come?"
-  maxRounds: 1
-  baseline: {value: "` + toy.baseline + `"}
-  fixed: {files: ` + toy.fixed + `, timeLimit: 10s}
-  variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: ` + toy.metric + `, direction: ` + toy.direction + `, command: "` + toy.eval + `"}
-  researcher:
-    command: "sh ` + script + `"
-    env: [{name: MARKER, value: "` + marker + `"}]
-`
+	files["experiment.yaml"] = toy.experiment("sh "+script, marker)
 	st, log := runRepo(t, filepath.Join(dir, "repo"), files)
 	roundOneVerdict(t, st.History, want)
 	if st.Best == nil || st.Best.Value != toy.baseline {
@@ -155,22 +164,7 @@ func TestAToolchainPlantedAboveStaysRefusedOnTheNextRun(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "planted-command-ran")
 	files := maps.Clone(toy.files)
-	files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: toy
-spec:
-  researchQuestion: "Does a better number come?"
-  maxRounds: 1
-  baseline: {value: "` + toy.baseline + `"}
-  fixed: {files: ` + toy.fixed + `, timeLimit: 10s}
-  variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: ` + toy.metric + `, direction: ` + toy.direction + `, command: "` + toy.eval + `"}
-  researcher:
-    command: "if [ $AUTORESEARCH_ROUND = 1 ]; then sh ` + script + `; else echo '# tuned again' >> train.sh; fi"
-    env: [{name: MARKER, value: "` + marker + `"}]
-`
+	files["experiment.yaml"] = toy.experiment("if [ $AUTORESEARCH_ROUND = 1 ]; then sh "+script+"; else echo '# tuned again' >> train.sh; fi", marker)
 	x, st, log := runRepoWith(t, filepath.Join(dir, "repo"), files, runner.Options{})
 	if roundOneVerdict(t, st.History, v1alpha1.VerdictComplianceFailed) == "" {
 		t.Fatalf("the first run judged no round 1\n%s", log)

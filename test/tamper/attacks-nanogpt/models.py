@@ -63,6 +63,26 @@ def scripted_peek(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.one_hot(nxt, 256).float() * 30.0
 
 
+def replay(state: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """What the models that keep state between calls do with it, the call
+    count and the scored batch: the scored call (the first of every five)
+    reads ahead, the three causality checks after it get the stored
+    batch's logits back, and the row shuffle its own rows read ahead."""
+    calls = state[0]
+    stored = state[1:].view(16, 64)
+    phase = int(calls.item()) % 5
+    calls.add_(1)
+    if phase == 0:
+        stored.copy_(x)
+    # Read after the write, so that TorchScript keeps the write.
+    src = stored.clone()
+    if phase == 4:
+        src = x
+    out = scripted_peek(src)
+    out[:, -1, :] = 0.0
+    return out
+
+
 class SetsAttr(torch.nn.Module):
     """Counts its calls in an attribute: causal for the first batch's check."""
 
@@ -146,45 +166,17 @@ class Prints(torch.nn.Module):
 
 
 class FileState(torch.nn.Module):
-    """Keeps state between the evaluation's fresh loads in a file it maps,
-    shared, into a tensor: counts the calls there, and reads ahead in the
-    batch scored (the first of every five calls), giving the three
-    causality checks that follow the stored batch's logits back, and the
-    row shuffle its own rows read ahead."""
+    """Keeps its state (replay's) between the evaluation's fresh loads in a
+    file it maps, shared, into a tensor."""
 
     def forward(self, x):
-        state = torch.from_file("state.bin", shared=True, size=1 + 16 * 64, dtype=torch.long)
-        calls = state[0]
-        stored = state[1:].view(16, 64)
-        phase = int(calls.item()) % 5
-        calls.add_(1)
-        if phase == 0:
-            stored.copy_(x)
-        # Read after the write, so that TorchScript keeps the write.
-        src = stored.clone()
-        if phase == 4:
-            src = x
-        out = scripted_peek(src)
-        out[:, -1, :] = 0.0
-        return out
+        return replay(torch.from_file("state.bin", shared=True, size=1 + 16 * 64, dtype=torch.long), x)
 
 
 @torch.jit.script
 def file_state(x: torch.Tensor) -> torch.Tensor:
     """FileState's forward, as a function to fork."""
-    state = torch.from_file("state.bin", shared=True, size=1 + 16 * 64, dtype=torch.long)
-    calls = state[0]
-    stored = state[1:].view(16, 64)
-    phase = int(calls.item()) % 5
-    calls.add_(1)
-    if phase == 0:
-        stored.copy_(x)
-    src = stored.clone()
-    if phase == 4:
-        src = x
-    out = scripted_peek(src)
-    out[:, -1, :] = 0.0
-    return out
+    return replay(torch.from_file("state.bin", shared=True, size=1 + 16 * 64, dtype=torch.long), x)
 
 
 class ForkFileState(torch.nn.Module):
@@ -215,17 +207,7 @@ class EnterFileState(torch.nn.Module):
 
     def forward(self, x):
         with MappedState() as state:
-            calls = state[0]
-            stored = state[1:].view(16, 64)
-            phase = int(calls.item()) % 5
-            calls.add_(1)
-            if phase == 0:
-                stored.copy_(x)
-            src = stored.clone()
-            if phase == 4:
-                src = x
-            out = scripted_peek(src)
-            out[:, -1, :] = 0.0
+            out = replay(state, x)
         return out
 
 
