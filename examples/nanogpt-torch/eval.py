@@ -12,10 +12,11 @@ calls, or kept its inputs, could be causal while it is checked and read
 ahead otherwise; one that recognised the checked batch could do the same.
 So every call gets a module freshly loaded from the checkpoint's bytes, with
 the random generator reseeded, and nothing of one call reaches the next; the
-model may not print, nor set an attribute or hold a list or dict (which a
-fresh module makes harmless, but which no honest model needs), nor map or
-write a file, in any of its methods, nor define __setstate__, which loading
-runs; the validation split is read before any of its code runs; and every
+model may run only operations that compute from their inputs alone (no
+printing, no files, no memory that no op has written), may not set an
+attribute or hold a list or dict (which a fresh module makes harmless, but
+which no honest model needs), in any of its methods, nor define
+__setstate__, which loading runs; the validation split is read before any of its code runs; and every
 batch is checked at split points drawn from the operating system's
 randomness, with the later bytes replaced by real text from another row,
 which the model cannot tell from the batch it is scored on. A batch's rows
@@ -40,22 +41,67 @@ from prepare import CONTEXT_LEN, EVAL_BATCH, VAL_PATH, VOCAB_SIZE, load_split
 CKPT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ckpt", "model.pt")
 CAUSALITY_CHECKS = 3  # split points per batch
 CAUSALITY_ATOL = 1e-4
-# Graph nodes of a model that keeps state between calls, or prints; and
-# those that reach a file, which outlives the fresh module of every call:
-# from_file maps one into a tensor, through which a model would count its
-# calls, or change the files the evaluation reads; save writes one.
-STATEFUL_NODES = {
+# What a model may run: operations that compute their outputs from their
+# inputs alone, over the tensors of the call and of the freshly loaded
+# module. Anything else is refused, since a model that keeps state between
+# calls, or prints, or reaches a file, has more ways to than any list of
+# them would name: a list of what to refuse let through, in turn, a file
+# mapped in a forked function and in a context manager, the freed memory
+# torch.empty and resize_ hand back, and then the same through
+# Tensor.set_. Of an allowed aten operation, the
+# in-place form (name_) is allowed too: it writes only its own operand.
+# Some names are of later PyTorch versions than others.
+ALLOWED = {
+    "prim": """Constant GetAttr ListConstruct ListUnpack TupleConstruct TupleUnpack TupleIndex
+        NumToTensor If Loop RaiseException Uninitialized unchecked_cast isinstance dtype device
+        shape is_cuda layout type min max abs ConstantChunk""",
+    "aten": """
+        add sub rsub mul div true_divide floor_divide remainder fmod neg abs sign pow sqrt rsqrt
+        exp exp2 expm1 log log2 log10 log1p reciprocal square clamp clamp_min clamp_max clip
+        minimum maximum floor ceil round trunc frac lerp addcmul addcdiv where masked_fill
+        relu relu6 leaky_relu gelu silu sigmoid tanh softplus elu selu celu mish hardtanh
+        hardswish hardsigmoid glu softmax log_softmax logsumexp dropout feature_dropout
+        sin cos tan asin acos atan atan2 sinh cosh erf erfc
+        sum mean std var std_mean var_mean amax amin argmax argmin prod norm linalg_vector_norm
+        cumsum cumprod all any topk sort argsort
+        eq ne lt le gt ge logical_and logical_or logical_not logical_xor isnan isinf isfinite
+        __and__ __or__ __xor__ __not__ __lshift__ __rshift__ bitwise_and bitwise_or bitwise_xor
+        bitwise_not bitwise_left_shift bitwise_right_shift
+        linear matmul mm bmm addmm baddbmm einsum outer dot t
+        embedding layer_norm group_norm batch_norm conv1d conv2d _convolution one_hot
+        scaled_dot_product_attention rms_norm pad constant_pad_nd
+        view reshape flatten unflatten squeeze unsqueeze transpose permute contiguous expand
+        expand_as repeat repeat_interleave tile slice select narrow index_select gather scatter
+        scatter_add index index_put masked_select split split_with_sizes chunk unbind cat stack
+        flip roll tril triu diagonal view_as reshape_as movedim detach clone alias
+        zeros ones full arange linspace eye zeros_like ones_like full_like new_zeros new_ones
+        new_full tensor scalar_tensor fill zero copy
+        to type_as cpu cuda
+        dim size numel item Int Float Bool ScalarImplicit IntImplicit FloatImplicit
+        __getitem__ len append __range_length __derive_index floordiv format __is__ __isnot__
+        is_floating_point""",
+}
+ALLOWED_KINDS = {f"{ns}::{op}" for ns, ops in ALLOWED.items() for op in ops.split()}
+
+# Why some of what is refused is refused, for the error message.
+REFUSED = {
     "prim::SetAttr": "sets an attribute",
     "prim::Print": "prints",
     "aten::warn": "warns",
+    # from_file maps a file into a tensor, through which a model would
+    # count its calls, or change the files the evaluation reads; save
+    # writes one.
     "aten::from_file": "maps a file",
     "aten::save": "writes a file",
     # Code these run is in no graph the check walks: a script class's
-    # __enter__ and __exit__, a method or function left uninlined.
+    # __enter__ and __exit__ and its other methods, a method or function
+    # left uninlined, the function prim::fork runs.
     "prim::Enter": "enters a context manager",
     "prim::Exit": "leaves a context manager",
     "prim::CallMethod": "calls a method the check cannot see into",
     "prim::CallFunction": "calls a function the check cannot see into",
+    "prim::fork": "runs a function as a task of its own",
+    "prim::CreateObject": "makes an object of a class whose methods the check cannot see into",
     # Grad mode is the process's: a call that flips it leaves a bit for
     # the next.
     "aten::set_grad_enabled": "changes grad mode",
@@ -65,7 +111,12 @@ STATEFUL_NODES = {
 # freed, are still in it (a model that scanned torch.empty buffers for a
 # record it had left there scored 0.13 bits per byte).
 UNINITIALIZED = ("aten::empty", "aten::new_empty", "aten::_empty", "aten::resize", "aten::_resize",
-                 "aten::sparse_resize", "aten::_copy_from_and_resize", "prims::empty", "prims::resize")
+                 "aten::set_", "aten::sparse_resize", "aten::_copy_from_and_resize", "prims::empty",
+                 "prims::resize")
+
+
+def allowed(kind):
+    return kind in ALLOWED_KINDS or (kind.startswith("aten::") and kind.endswith("_") and kind[:-1] in ALLOWED_KINDS)
 
 
 def fail(message):
@@ -99,18 +150,11 @@ def windows(val):
 
 
 def graph_nodes(block):
-    """Every node of block, of the blocks in its nodes, and of the graphs
-    they hold, with what those call inlined: the function prim::fork runs
-    is such a graph, and would otherwise go unchecked."""
+    """Every node of block and of the blocks in its nodes."""
     for node in block.nodes():
         yield node
         for inner in node.blocks():
             yield from graph_nodes(inner)
-        for attr in node.attributeNames():
-            kind = node.kindOf(attr)
-            for graph in [node.g(attr)] if kind == "g" else node.gs(attr) if kind == "gs" else []:
-                torch._C._jit_pass_inline(graph)
-                yield from graph_nodes(graph)
 
 
 def methods(model):
@@ -125,17 +169,19 @@ def methods(model):
 
 
 def check_pure(model):
-    """Fails when the model's code can keep state between calls, print, or
-    reach a file, in any of its methods."""
+    """Fails when the model's code runs anything but the allowed
+    operations, in any of its methods, or holds a list or dict."""
     for name, graph in methods(model):
         if name.rsplit(".", 1)[-1] == "__setstate__":
             fail(f"the model defines {name}, code that runs whenever it is loaded; it must compute its logits from its input alone")
         for node in graph_nodes(graph):
             kind = node.kind()
-            if kind in STATEFUL_NODES:
-                fail(f"the model {STATEFUL_NODES[kind]} ({kind} in {name}); it must compute its logits from its input alone")
+            if kind in REFUSED:
+                fail(f"the model {REFUSED[kind]} ({kind} in {name}); it must compute its logits from its input alone")
             if kind.startswith(UNINITIALIZED):
                 fail(f"the model reads uninitialized memory ({kind} in {name}), where an earlier call can leave state; it must compute its logits from its input alone")
+            if not allowed(kind):
+                fail(f"the model runs {kind} (in {name}), which is not among the operations the evaluation allows (ALLOWED in eval.py): those that compute their outputs from their inputs alone")
             if kind == "prim::GetAttr" and isinstance(node.output().type(), (torch._C.ListType, torch._C.DictType)):
                 fail(f"the model holds a {node.output().type()} attribute, which it could change between calls")
 

@@ -31,10 +31,10 @@ var nanogptModels = map[string]string{
 	"overwrites-val": "the model defines __setstate__",
 	// FileState in the function prim::fork runs: without a look into
 	// the fork's graph, 0.13 bits per byte.
-	"fork-file-state": "the model maps a file (aten::from_file in forward)",
+	"fork-file-state": "the model runs a function as a task of its own (prim::fork in forward)",
 	// FileState in a context manager's __enter__: 0.13 bits per byte
 	// without a refusal of what runs it.
-	"enter-file-state": "the model enters a context manager (prim::Enter in forward)",
+	"enter-file-state": "the model makes an object of a class whose methods the check cannot see into (prim::CreateObject in forward)",
 	// Its state in the evaluation's own batch: 0.13 bits per byte where
 	// the model was given that batch rather than a copy. Given a copy,
 	// every call finds no stash and reads ahead, as the checks see.
@@ -43,6 +43,12 @@ var nanogptModels = map[string]string{
 	// per byte without a refusal of such memory.
 	"reads-freed-memory":        "the model reads uninitialized memory (aten::empty in forward)",
 	"resizes-into-freed-memory": "the model reads uninitialized memory (aten::resize_ in forward)",
+	// Past a check that named what it refused, set_ hands back freed
+	// memory as well.
+	"sets-into-freed-memory": "the model reads uninitialized memory (aten::set_ in forward)",
+	// Honest, of many kinds of operation: what the evaluation allows
+	// must be enough for honest models.
+	"variety": "",
 }
 
 // TestNanoGPTEvaluationRefusesCheatingModels runs examples/nanogpt-torch's

@@ -9,7 +9,9 @@ alone and loaded the model before it read the validation split, or
 (fork-file-state, enter-file-state) that did not look into the function
 prim::fork runs or a context manager's __enter__, or (stashes-in-its-input)
 that gave the model its own batch to write, or (reads-freed-memory) that let
-it read memory no op had written."""
+it read memory no op had written, or (sets-into-freed-memory) that named
+what it refused rather than what it allowed. The variety model is honest,
+of many kinds of operation, and must be scored."""
 import os
 import sys
 import warnings
@@ -288,6 +290,54 @@ class ResizesIntoFreedMemory(torch.nn.Module):
         return torch.zeros(x.shape[0], x.shape[1], 256) + scratch[:0].sum().float()
 
 
+class SetsIntoFreedMemory(torch.nn.Module):
+    """Gets memory no op has written by Tensor.set_, which grows a tensor's
+    storage past what any op wrote: freed tensors' bytes are in it (a check
+    that named torch.empty and resize_ let it through)."""
+
+    def forward(self, x):
+        scratch = torch.zeros([1], dtype=torch.long)
+        scratch.set_(scratch, 0, [2000], [1])
+        return torch.zeros(x.shape[0], x.shape[1], 256) + scratch[:0].sum().float()
+
+
+class Variety(torch.nn.Module):
+    """Honest: a causal network of the operations honest models are made
+    of (a loop, an embedding, rotary positions, masked attention, norms, a
+    causal convolution, activations), whose logits it then multiplies by
+    zero, so that the evaluation must accept every one of them and score
+    the uniform 8 bits per byte."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(256, 32)
+        self.norm = torch.nn.LayerNorm(32)
+        self.conv = torch.nn.Conv1d(32, 32, 3)
+        self.qkv = torch.nn.Linear(32, 96)
+        self.head = torch.nn.Linear(32, 256)
+
+    def forward(self, x):
+        b, t = x.shape[0], x.shape[1]
+        h = self.emb(x)
+        pos = torch.arange(t, dtype=torch.float32).unsqueeze(1) * torch.exp(-torch.arange(0, 16).float() / 16.0)
+        cos, sin = torch.cos(pos), torch.sin(pos)
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        for _ in range(2):
+            q, k, v = self.qkv(self.norm(h)).chunk(3, dim=-1)
+            q1, q2 = q[..., :16], q[..., 16:]
+            q = torch.cat([q1 * cos - q2 * sin, q1 * sin + q2 * cos], dim=-1)
+            att = torch.softmax((q @ k.transpose(-2, -1) / 32 ** 0.5).masked_fill(mask, float("-inf")), dim=-1)
+            h = h + torch.nn.functional.gelu(att @ v)
+            c = self.conv(torch.nn.functional.pad(h.transpose(1, 2), (2, 0))).transpose(1, 2)
+            h = h + torch.nn.functional.silu(c) * torch.sigmoid(c).clamp(0.0, 1.0)
+            rms = h.pow(2).mean(-1, keepdim=True).add(1e-6).rsqrt()
+            h = h * rms
+        logits = self.head(h).log_softmax(-1)
+        if b != x.shape[0]:
+            raise RuntimeError("the batch changed")
+        return logits.view(b, t, 256) * 0.0
+
+
 class OverwritesVal(torch.nn.Module):
     """Has torch.jit.load fill the validation split with spaces, through
     __setstate__, and always predicts a space: stateless, causal and
@@ -319,11 +369,13 @@ models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batc
           "sets-attr": SetsAttr, "prints": Prints, "keeps-inputs": KeepsInputs, "remembers": Remembers,
           "next-row": NextRow, "warns": Warns, "file-state": FileState, "overwrites-val": OverwritesVal,
           "fork-file-state": ForkFileState, "enter-file-state": EnterFileState, "stashes-in-its-input": StashesInItsInput,
-          "reads-freed-memory": ReadsFreedMemory, "resizes-into-freed-memory": ResizesIntoFreedMemory}
+          "reads-freed-memory": ReadsFreedMemory, "resizes-into-freed-memory": ResizesIntoFreedMemory,
+          "sets-into-freed-memory": SetsIntoFreedMemory, "variety": Variety}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
 if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns", "file-state", "overwrites-val", "fork-file-state",
-                   "enter-file-state", "stashes-in-its-input", "reads-freed-memory", "resizes-into-freed-memory"):
+                   "enter-file-state", "stashes-in-its-input", "reads-freed-memory", "resizes-into-freed-memory",
+                   "sets-into-freed-memory", "variety"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
