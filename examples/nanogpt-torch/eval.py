@@ -16,10 +16,12 @@ model may run only operations that compute from their inputs alone (no
 printing, no files, no memory that no op has written), may not set an
 attribute or hold a list or dict (which a fresh module makes harmless, but
 which no honest model needs), in any of its methods, nor define
-__setstate__, which loading runs; the validation split is read before any of its code runs; and every
-batch is checked at split points drawn from the operating system's
-randomness, with the later bytes replaced by real text from another row,
-which the model cannot tell from the batch it is scored on. A batch's rows
+__setstate__, which loading runs, nor have code that is none of its
+modules' methods (a forward hook, an object of a class); the validation
+split is read before any of its code runs; and every batch is checked at
+split points drawn from the operating system's randomness, with the later
+bytes replaced by real text from another row, which the model cannot tell
+from the batch it is scored on. A batch's rows
 lie far apart in the text, and shuffled they must keep their logits, so
 that no row learns another's target.
 """
@@ -78,7 +80,7 @@ ALLOWED = {
         new_full tensor scalar_tensor fill zero copy
         to type_as cpu cuda
         dim size numel item Int Float Bool ScalarImplicit IntImplicit FloatImplicit
-        __getitem__ len append __range_length __derive_index floordiv format __is__ __isnot__
+        __getitem__ len append __range_length __derive_index floordiv __is__ __isnot__
         is_floating_point""",
 }
 ALLOWED_KINDS = {f"{ns}::{op}" for ns, ops in ALLOWED.items() for op in ops.split()}
@@ -168,9 +170,26 @@ def methods(model):
             yield ".".join(filter(None, (prefix, name))), graph
 
 
+def contained(t):
+    """t and every type inside it: an attribute's type and its parts."""
+    yield t
+    for inner in t.containedTypes():
+        yield from contained(inner)
+
+
 def check_pure(model):
     """Fails when the model's code runs anything but the allowed
-    operations, in any of its methods, or holds a list or dict."""
+    operations, in any of its methods, or holds a list or dict; or when it
+    has code that is none of its modules' methods: a forward hook, which
+    calling the module runs, or an object of a class, whose __setstate__
+    loading runs."""
+    modules = {module._c._type().qualified_name() for _, module in model.named_modules()}
+    for prefix, module in model.named_modules():
+        if module._c._get_forward_hooks() or module._c._get_forward_pre_hooks():
+            fail(f"the model has forward hooks ({prefix or 'its top module'}), code that runs around forward; it must compute its logits in forward alone")
+        for t in contained(module._c._type()):
+            if isinstance(t, torch._C.ClassType) and t.qualified_name() not in modules:
+                fail(f"the model holds an object of a class ({t.qualified_name()}), whose code loading runs; it must hold modules, tensors and plain values alone")
     for name, graph in methods(model):
         if name.rsplit(".", 1)[-1] == "__setstate__":
             fail(f"the model defines {name}, code that runs whenever it is loaded; it must compute its logits from its input alone")

@@ -10,7 +10,9 @@ alone and loaded the model before it read the validation split, or
 prim::fork runs or a context manager's __enter__, or (stashes-in-its-input)
 that gave the model its own batch to write, or (reads-freed-memory) that let
 it read memory no op had written, or (sets-into-freed-memory) that named
-what it refused rather than what it allowed. The variety model is honest,
+what it refused rather than what it allowed, or (class-setstate-state,
+hook-file-state) that checked the modules' methods but not the code of an
+attribute's class or a forward hook. The variety model is honest,
 of many kinds of operation, and must be scored."""
 import os
 import sys
@@ -213,6 +215,50 @@ class EnterFileState(torch.nn.Module):
         return out
 
 
+@torch.jit.script
+class LoadedState(object):
+    """An object of a script class, not a module, whose __setstate__ maps
+    FileState's file: torch.jit.load runs it on every load."""
+
+    def __init__(self):
+        self.state = torch.zeros([1 + 16 * 64], dtype=torch.long)
+
+    def __getstate__(self) -> int:
+        return 0
+
+    def __setstate__(self, s: int) -> None:
+        self.state = torch.from_file("state.bin", shared=True, size=1 + 16 * 64, dtype=torch.long)
+
+
+class ClassSetstateState(torch.nn.Module):
+    """FileState, its file mapped by an attribute's __setstate__, in code
+    that a check of the modules' methods never sees: forward itself only
+    reads the attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.held = LoadedState()
+
+    def forward(self, x):
+        return replay(self.held.state, x)
+
+
+def hook_file_state(m: torch.nn.Module, inp: Tuple[torch.Tensor], out: torch.Tensor) -> torch.Tensor:
+    return replay(torch.from_file("state.bin", shared=True, size=1 + 16 * 64, dtype=torch.long), inp[0])
+
+
+class HookFileState(torch.nn.Module):
+    """Uniform in forward; a forward hook, which calling the module runs
+    and which is none of its methods, replaces the logits with FileState's."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_forward_hook(hook_file_state)
+
+    def forward(self, x):
+        return torch.zeros(x.shape[0], x.shape[1], 256)
+
+
 class StashesInItsInput(torch.nn.Module):
     """Keeps its state in the batch it is given, which on the CPU is the
     evaluation's own: on the scored call it reads ahead and writes each
@@ -370,12 +416,13 @@ models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batc
           "next-row": NextRow, "warns": Warns, "file-state": FileState, "overwrites-val": OverwritesVal,
           "fork-file-state": ForkFileState, "enter-file-state": EnterFileState, "stashes-in-its-input": StashesInItsInput,
           "reads-freed-memory": ReadsFreedMemory, "resizes-into-freed-memory": ResizesIntoFreedMemory,
-          "sets-into-freed-memory": SetsIntoFreedMemory, "variety": Variety}
+          "sets-into-freed-memory": SetsIntoFreedMemory, "variety": Variety, "class-setstate-state": ClassSetstateState,
+          "hook-file-state": HookFileState}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
 if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns", "file-state", "overwrites-val", "fork-file-state",
                    "enter-file-state", "stashes-in-its-input", "reads-freed-memory", "resizes-into-freed-memory",
-                   "sets-into-freed-memory", "variety"):
+                   "sets-into-freed-memory", "variety", "class-setstate-state", "hook-file-state"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
