@@ -89,9 +89,31 @@ func keepOperatorsSpec(s, gen *corev1.PodSpec, noToken bool) {
 		volumes = append(volumes, v)
 	}
 	s.Volumes = volumes
+	readOnlyTemplateMounts(s, gen)
 	if noToken {
 		s.ServiceAccountName, s.DeprecatedServiceAccount = "", ""
 		s.AutomountServiceAccountToken = ptr.To(false)
+	}
+}
+
+// readOnlyTemplateMounts makes the mounts the template added to s's
+// containers read-only, but those of emptyDirs, which die with the pod: a
+// claim, or any volume that outlives the pod, mounted writable would let
+// one step's code (training, a Researcher) change what another's (the
+// evaluation) reads, such as the validation split of a dataset.
+func readOnlyTemplateMounts(s, gen *corev1.PodSpec) {
+	inPod := map[string]bool{}
+	for _, v := range s.Volumes {
+		inPod[v.Name] = v.EmptyDir != nil
+	}
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		for j := range c.VolumeMounts {
+			m := &c.VolumeMounts[j]
+			if !slices.ContainsFunc(gen.Containers[i].VolumeMounts, func(g corev1.VolumeMount) bool { return g.Name == m.Name && g.MountPath == m.MountPath }) {
+				m.ReadOnly = m.ReadOnly || !inPod[m.Name]
+			}
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/builder"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/prompt"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 )
@@ -193,6 +194,49 @@ spec: {containers: [{name: train, resources: {limits: {nvidia.com/gpu: 0}}}]}`},
 				t.Errorf("the merge changed the operator's pod (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTemplateMountsAreReadOnly: a claim a template mounts writable, as
+// for a dataset, is read-only in every step, so that training cannot
+// rewrite the validation split the evaluation then reads; an emptyDir,
+// which dies with its pod, stays writable.
+func TestTemplateMountsAreReadOnly(t *testing.T) {
+	b := childBuilder{ar: builder.MakeAutoResearch("x", "ns").GPUs(1).Edit(func(s *v1alpha1.AutoResearchSpec) {
+		s.Train.PodTemplate = builder.PodTemplate(`spec:
+  containers: [{name: train, volumeMounts: [{name: data, mountPath: /data}, {name: scratch, mountPath: /scratch}]}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: datasets}}, {name: scratch, emptyDir: {}}]`)
+		s.Researcher.PodTemplate = builder.PodTemplate(`spec:
+  containers: [{name: researcher, volumeMounts: [{name: data, mountPath: /data}]}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: datasets}}]`)
+	}).Obj(), image: "operator:1"}
+	train, err := b.gpuJob(round.Action{Type: round.ActionRunTrain, Round: 1, Code: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval, err := b.gpuJob(round.Action{Type: round.ActionRunEval, Round: 1, Code: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	researcher, err := b.researcherPod(round.Action{Type: round.ActionRunResearcher, Round: 1, Prompt: &prompt.Data{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step, c := range map[string]corev1.Container{
+		"train": train.Spec.Template.Spec.Containers[0], "eval": eval.Spec.Template.Spec.Containers[0], "researcher": researcher.Spec.Containers[0],
+	} {
+		for _, m := range c.VolumeMounts {
+			switch m.Name {
+			case "data":
+				if !m.ReadOnly {
+					t.Errorf("%s mounts the datasets claim writable at %s", step, m.MountPath)
+				}
+			case "scratch", volumeWorkspace:
+				if m.ReadOnly && m.MountPath != steps.GitDir {
+					t.Errorf("%s mounts %s read-only at %s, want it writable", step, m.Name, m.MountPath)
+				}
+			}
+		}
 	}
 }
 
