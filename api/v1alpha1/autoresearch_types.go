@@ -692,6 +692,7 @@ type SourceSpec struct {
 }
 
 // GitSource is a repository to clone.
+// +kubebuilder:validation:XValidation:rule="!self.url.matches('^[a-z]+://[^/@]*:[^/@]*@')",message="url must not hold a password or token: the clone keeps its url in a git directory the Researcher reads; put it in the Secret that credentialsSecret names"
 type GitSource struct {
 	// url of the repository.
 	// +kubebuilder:validation:MinLength=1

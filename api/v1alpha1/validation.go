@@ -123,6 +123,9 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	if s.Source.Git != nil && s.Source.PVC != nil {
 		errs = append(errs, field.Forbidden(p.Child("source"), "takes either git or pvc, not both"))
 	}
+	if g := s.Source.Git; g != nil && gitOutputPasswordRE.MatchString(g.URL) {
+		errs = append(errs, field.Invalid(p.Child("source", "git"), "<redacted>", "url must not hold a password or token: the clone keeps its url in a git directory the Researcher reads; put it in the Secret that credentialsSecret names"))
+	}
 	errs = append(errs, s.Workspace.validate(p.Child("workspace"))...)
 	errs = append(errs, s.Output.validate(p.Child("output"))...)
 	if s.Source.Subdir != "" {
@@ -214,7 +217,8 @@ func (e *EvalSpec) validate(p *field.Path) field.ErrorList {
 	return append(errs, validateConstraintsOf(p.Child("constraints"), e.Constraints)...)
 }
 
-// The rules of spec.output.git.url, as the CRD's CEL rules have them.
+// The rules of spec.output.git.url, as the CRD's CEL rules have them; the
+// second holds for spec.source.git.url too.
 var (
 	gitOutputURLRE      = regexp.MustCompile(`^(https?|ssh)://[^/]+/.|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
 	gitOutputPasswordRE = regexp.MustCompile(`^[a-z]+://[^/@]*:[^/@]*@`)

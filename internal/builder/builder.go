@@ -379,6 +379,9 @@ func InvalidProtocols() map[string]InvalidProtocol {
 		"output url with a token": {func(s *spec) {
 			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: "https://bot:ghp_secret@github.com/org/results.git"}}
 		}, "spec.output.git", "url must not hold a password or token: put it in the Secret that secretRef names, under the key token"},
+		"source url with a token": {func(s *spec) {
+			s.Source = v1alpha1.SourceSpec{Git: &v1alpha1.GitSource{URL: "https://bot:ghp_secret@github.com/org/repo.git"}}
+		}, "spec.source.git", "url must not hold a password or token: the clone keeps its url in a git directory the Researcher reads; put it in the Secret that credentialsSecret names"},
 		"output url as a path": {func(s *spec) {
 			s.Output = &v1alpha1.OutputSpec{Git: &v1alpha1.GitOutput{URL: "/srv/git/results.git"}}
 		}, "spec.output.git", "url must be an https://, http:// or ssh:// URL, or user@host:path"},
