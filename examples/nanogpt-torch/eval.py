@@ -15,22 +15,24 @@ the random generator reseeded, and nothing of one call reaches the next; the
 model may run only operations that compute from their inputs alone (no
 printing, no files, no memory that no op has written), may not set an
 attribute or hold a list or dict (which a fresh module makes harmless, but
-which no honest model needs), in any of its methods, nor define
-__setstate__, which loading runs, nor have code that is none of its
-modules' methods (a forward hook, an object of a class); the validation
-split is read before any of its code runs; and every batch is checked at
-split points drawn from the operating system's randomness, with the later
-bytes replaced by real text from another row, which the model cannot tell
-from the batch it is scored on. A batch's rows
-lie far apart in the text, and shuffled they must keep their logits, so
-that no row learns another's target.
+which no honest model needs), in any of its methods, nor have a forward
+hook, which calling it runs, nor define __setstate__ in any class, which
+loading runs (the archive's code is read for it before loading); the
+validation split is read before any of its code runs; and every batch is
+checked at split points drawn from the operating system's randomness, with
+the later bytes replaced by real text from another row, which the model
+cannot tell from the batch it is scored on. A batch's rows lie far apart in
+the text, and shuffled they must keep their logits, so that no row learns
+another's target.
 """
+import ast
 import io
 import math
 import os
 import random
 import sys
 import time
+import zipfile
 
 # Idle OpenMP threads sleep instead of spinning, as in train.py.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -161,8 +163,7 @@ def graph_nodes(block):
 
 def methods(model):
     """Every compiled method of the model and of its submodules, with what
-    they call inlined: forward, every exported method, and __setstate__,
-    which torch.jit.load runs."""
+    they call inlined: forward and every exported method."""
     for prefix, module in model.named_modules():
         for name in module._c._method_names():
             graph = module._c._get_method(name).graph.copy()
@@ -170,29 +171,38 @@ def methods(model):
             yield ".".join(filter(None, (prefix, name))), graph
 
 
-def contained(t):
-    """t and every type inside it: an attribute's type and its parts."""
-    yield t
-    for inner in t.containedTypes():
-        yield from contained(inner)
+def check_archive(data):
+    """Fails when the checkpoint's code defines __setstate__ in any class:
+    torch.jit.load runs it for every object of that class it unpickles,
+    whether or not the module it makes names the class, before any check
+    could look at that module. Every source entry of the archive is read,
+    those of the same name too."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            sources = [(info.filename, archive.read(info)) for info in archive.infolist() if info.filename.endswith(".py")]
+    except (zipfile.BadZipFile, OSError, NotImplementedError) as exc:
+        fail(f"cannot read {CKPT_PATH} as a TorchScript archive: {exc}")
+    for name, source in sources:
+        try:
+            tree = ast.parse(source, name)
+        except (SyntaxError, ValueError) as exc:
+            fail(f"cannot read the model's code in {name}: {exc}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__setstate__":
+                        fail(f"the model defines __setstate__ (class {node.name} in {name}), code that runs whenever it is loaded; it must compute its logits from its input alone")
 
 
 def check_pure(model):
     """Fails when the model's code runs anything but the allowed
     operations, in any of its methods, or holds a list or dict; or when it
-    has code that is none of its modules' methods: a forward hook, which
-    calling the module runs, or an object of a class, whose __setstate__
-    loading runs."""
-    modules = {module._c._type().qualified_name() for _, module in model.named_modules()}
+    has forward hooks, code that is none of its methods but that calling
+    the module runs."""
     for prefix, module in model.named_modules():
         if module._c._get_forward_hooks() or module._c._get_forward_pre_hooks():
             fail(f"the model has forward hooks ({prefix or 'its top module'}), code that runs around forward; it must compute its logits in forward alone")
-        for t in contained(module._c._type()):
-            if isinstance(t, torch._C.ClassType) and t.qualified_name() not in modules:
-                fail(f"the model holds an object of a class ({t.qualified_name()}), whose code loading runs; it must hold modules, tensors and plain values alone")
     for name, graph in methods(model):
-        if name.rsplit(".", 1)[-1] == "__setstate__":
-            fail(f"the model defines {name}, code that runs whenever it is loaded; it must compute its logits from its input alone")
         for node in graph_nodes(graph):
             kind = node.kind()
             if kind in REFUSED:
@@ -211,6 +221,7 @@ class Model:
 
     def __init__(self, data, device):
         self.data, self.device = data, device
+        check_archive(data)
         check_pure(self.module())
 
     def module(self):

@@ -49,9 +49,12 @@ var nanogptModels = map[string]string{
 	// FileState in code that is none of the modules' methods: an
 	// attribute's class's __setstate__, which loading runs, and a
 	// forward hook, which calling the module runs; 0.13 bits per byte
-	// each where the check walked the modules' methods alone.
-	"class-setstate-state": "the model holds an object of a class (__torch__.LoadedState)",
-	"hook-file-state":      "the model has forward hooks (its top module)",
+	// each where the check walked the modules' methods alone. Then the
+	// same __setstate__ in a class that no type of the loaded module
+	// names, which a check of those types let through at 0.13.
+	"class-setstate-state":  "the model defines __setstate__ (class LoadedState in model/code/__torch__.py)",
+	"hook-file-state":       "the model has forward hooks (its top module)",
+	"unlisted-object-state": "the model defines __setstate__ (class Remapper in model/code/__torch__.py)",
 	// Honest, of many kinds of operation: what the evaluation allows
 	// must be enough for honest models.
 	"variety": "",

@@ -12,11 +12,14 @@ that gave the model its own batch to write, or (reads-freed-memory) that let
 it read memory no op had written, or (sets-into-freed-memory) that named
 what it refused rather than what it allowed, or (class-setstate-state,
 hook-file-state) that checked the modules' methods but not the code of an
-attribute's class or a forward hook. The variety model is honest,
+attribute's class or a forward hook, or (unlisted-object-state) that
+looked for that code through the types of the module it loaded. The variety model is honest,
 of many kinds of operation, and must be scored."""
 import os
+import re
 import sys
 import warnings
+import zipfile
 from typing import Any, List, Tuple
 
 import torch
@@ -259,6 +262,50 @@ class HookFileState(torch.nn.Module):
         return torch.zeros(x.shape[0], x.shape[1], 256)
 
 
+@torch.jit.script
+class Remapper(object):
+    """Points the tensor it is given at FileState's file, from
+    __setstate__."""
+
+    def __init__(self, t: torch.Tensor):
+        self.t = t
+
+    def __getstate__(self) -> torch.Tensor:
+        return self.t
+
+    def __setstate__(self, t: torch.Tensor) -> None:
+        self.t = t
+        t.set_(torch.from_file("state.bin", shared=True, size=1 + 16 * 64, dtype=torch.long))
+
+
+class UnlistedObjectState(torch.nn.Module):
+    """FileState, its file mapped into a buffer by a Remapper that holds
+    the same tensor. The checkpoint is then edited so that no type names
+    the Remapper: the module's class loses the attribute, while the pickled
+    state keeps it, and loading still builds it and runs its __setstate__."""
+
+    def __init__(self):
+        super().__init__()
+        state = torch.zeros(1 + 16 * 64, dtype=torch.long)
+        self.register_buffer("state", state)
+        self.remapper = Remapper(state)
+
+    def forward(self, x):
+        return replay(self.state, x)
+
+
+def unlist(path, attribute):
+    """Removes attribute's declaration from the module classes of the
+    checkpoint at path, leaving its pickled value."""
+    with zipfile.ZipFile(path) as z:
+        entries = [(info, z.read(info.filename)) for info in z.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for info, data in entries:
+            if info.filename.endswith(".py"):
+                data = re.sub(rb"\n  " + attribute.encode() + rb" : [^\n]*", b"", data)
+            z.writestr(info, data)
+
+
 class StashesInItsInput(torch.nn.Module):
     """Keeps its state in the batch it is given, which on the CPU is the
     evaluation's own: on the scored call it reads ahead and writes each
@@ -417,12 +464,12 @@ models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batc
           "fork-file-state": ForkFileState, "enter-file-state": EnterFileState, "stashes-in-its-input": StashesInItsInput,
           "reads-freed-memory": ReadsFreedMemory, "resizes-into-freed-memory": ResizesIntoFreedMemory,
           "sets-into-freed-memory": SetsIntoFreedMemory, "variety": Variety, "class-setstate-state": ClassSetstateState,
-          "hook-file-state": HookFileState}
+          "hook-file-state": HookFileState, "unlisted-object-state": UnlistedObjectState}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
 if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns", "file-state", "overwrites-val", "fork-file-state",
                    "enter-file-state", "stashes-in-its-input", "reads-freed-memory", "resizes-into-freed-memory",
-                   "sets-into-freed-memory", "variety", "class-setstate-state", "hook-file-state"):
+                   "sets-into-freed-memory", "variety", "class-setstate-state", "hook-file-state", "unlisted-object-state"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
@@ -431,3 +478,5 @@ if sys.argv[1] == "counts-calls":
     module.calls.zero_()
 os.makedirs("ckpt", exist_ok=True)
 torch.jit.save(module, "ckpt/model.pt")
+if sys.argv[1] == "unlisted-object-state":
+    unlist("ckpt/model.pt", "remapper")
