@@ -28,7 +28,7 @@ var nanogptModels = map[string]string{
 	"file-state": "the model maps a file (aten::from_file in forward)",
 	// Without the check of __setstate__ and with the split read after
 	// the model is loaded, 0.
-	"overwrites-val": "the model defines __setstate__",
+	"overwrites-val": "the model's code names __setstate__",
 	// FileState in the function prim::fork runs: without a look into
 	// the fork's graph, 0.13 bits per byte.
 	"fork-file-state": "the model runs a function as a task of its own (prim::fork in forward)",
@@ -52,9 +52,19 @@ var nanogptModels = map[string]string{
 	// each where the check walked the modules' methods alone. Then the
 	// same __setstate__ in a class that no type of the loaded module
 	// names, which a check of those types let through at 0.13.
-	"class-setstate-state":  "the model defines __setstate__ (class LoadedState in model/code/__torch__.py)",
+	"class-setstate-state":  "the model's code names __setstate__ (model/code/__torch__.py)",
 	"hook-file-state":       "the model has forward hooks (its top module)",
-	"unlisted-object-state": "the model defines __setstate__ (class Remapper in model/code/__torch__.py)",
+	"unlisted-object-state": "the model's code names __setstate__ (model/code/__torch__.py)",
+	// The same __setstate__, read past by a check that parsed the sources
+	// named .py with Python's parser: named .PY, which torch still finds,
+	// or declared UTF-7, in which a parser that decodes as declared sees
+	// it inside a string. 0.13 bits per byte each.
+	"upper-case-source": "the model's code names __setstate__ (model/code/__torch__.PY)",
+	"utf7-source":       "the model's code names __setstate__ (model/code/__torch__.py)",
+	// The counts of the bytes the rows hold at the next position: 3.2 bits
+	// per byte, untrained, where the checks shuffled the batch's own rows
+	// and swapped their ends among them.
+	"column-counts": "model is not causal",
 	// Honest, of many kinds of operation: what the evaluation allows
 	// must be enough for honest models.
 	"variety": "",

@@ -13,7 +13,10 @@ it read memory no op had written, or (sets-into-freed-memory) that named
 what it refused rather than what it allowed, or (class-setstate-state,
 hook-file-state) that checked the modules' methods but not the code of an
 attribute's class or a forward hook, or (unlisted-object-state) that
-looked for that code through the types of the module it loaded. The variety model is honest,
+looked for that code through the types of the module it loaded, or
+(upper-case-source, utf7-source) that parsed the archive's sources with
+Python's parser, and only those named .py, or (column-counts) whose checks
+kept the bytes each position of a batch holds across its rows. The variety model is honest,
 of many kinds of operation, and must be scored."""
 import os
 import re
@@ -294,16 +297,57 @@ class UnlistedObjectState(torch.nn.Module):
         return replay(self.state, x)
 
 
-def unlist(path, attribute):
-    """Removes attribute's declaration from the module classes of the
-    checkpoint at path, leaving its pickled value."""
+def rewrite(path, edit):
+    """Rewrites the checkpoint at path, every entry's name and bytes as
+    edit(name, data) returns them."""
     with zipfile.ZipFile(path) as z:
-        entries = [(info, z.read(info.filename)) for info in z.infolist()]
+        entries = [(info.filename, z.read(info.filename)) for info in z.infolist()]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
-        for info, data in entries:
-            if info.filename.endswith(".py"):
-                data = re.sub(rb"\n  " + attribute.encode() + rb" : [^\n]*", b"", data)
-            z.writestr(info, data)
+        for name, data in entries:
+            z.writestr(*edit(name, data))
+
+
+def unlist(name, data):
+    """Removes the remapper's declaration from the module classes, leaving
+    its pickled value."""
+    if name.endswith(".py"):
+        data = re.sub(rb"\n  remapper : [^\n]*", b"", data)
+    return name, data
+
+
+def upper_case(name, data):
+    """Names the sources .PY, which torch finds as .py: its archive reader
+    takes names in any case."""
+    return name.replace(".py", ".PY"), data
+
+
+def utf7(name, data):
+    """Declares the sources UTF-7, in a comment to TorchScript, in which a
+    string literal of __getstate__ opens a triple-quoted string, to a
+    parser that decodes as declared, and one of a method added after
+    __setstate__ closes it: such a parser sees no __setstate__."""
+    if name.endswith(".py"):
+        data = data.replace(b"  def __getstate__(self: __torch__.LoadedState) -> int:\n",
+                            b"  def __getstate__(self: __torch__.LoadedState) -> int:\n    _q = \"+ACIAIgAi-\"\n")
+        data = data.replace(b"    self.state = _0\n    return None\n",
+                            b"    self.state = _0\n    return None\n"
+                            b"  def _hide(self: __torch__.LoadedState) -> str:\n    _r = \"+ACIAIgAi-\"\n    return _r\n")
+        data = b"# coding: utf-7\n" + data
+    return name, data
+
+
+class ColumnCounts(torch.nn.Module):
+    """Stateless and causal in its own row, but reads the next byte from the
+    others: its logits at a position are the counts of the bytes all rows
+    hold at the next one, which holds the target among a few. Those counts
+    stay when the rows are shuffled, or their ends swapped among them."""
+
+    def forward(self, x):
+        counts = torch.nn.functional.one_hot(x, 256).float().sum(0)
+        following = torch.cat([counts[1:], torch.zeros(1, 256)], 0)
+        logits = torch.where(following > 0, torch.log(following.clamp_min(1.0)), torch.full_like(following, -30.0))
+        logits[-1] = 0.0
+        return logits.unsqueeze(0).expand(x.shape[0], x.shape[1], 256).contiguous()
 
 
 class StashesInItsInput(torch.nn.Module):
@@ -464,12 +508,15 @@ models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batc
           "fork-file-state": ForkFileState, "enter-file-state": EnterFileState, "stashes-in-its-input": StashesInItsInput,
           "reads-freed-memory": ReadsFreedMemory, "resizes-into-freed-memory": ResizesIntoFreedMemory,
           "sets-into-freed-memory": SetsIntoFreedMemory, "variety": Variety, "class-setstate-state": ClassSetstateState,
-          "hook-file-state": HookFileState, "unlisted-object-state": UnlistedObjectState}
+          "hook-file-state": HookFileState, "unlisted-object-state": UnlistedObjectState,
+          "upper-case-source": ClassSetstateState, "utf7-source": ClassSetstateState, "column-counts": ColumnCounts}
+edits = {"unlisted-object-state": unlist, "upper-case-source": upper_case, "utf7-source": utf7}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
 if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns", "file-state", "overwrites-val", "fork-file-state",
                    "enter-file-state", "stashes-in-its-input", "reads-freed-memory", "resizes-into-freed-memory",
-                   "sets-into-freed-memory", "variety", "class-setstate-state", "hook-file-state", "unlisted-object-state"):
+                   "sets-into-freed-memory", "variety", "class-setstate-state", "hook-file-state", "unlisted-object-state",
+                   "upper-case-source", "utf7-source", "column-counts"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
@@ -478,5 +525,5 @@ if sys.argv[1] == "counts-calls":
     module.calls.zero_()
 os.makedirs("ckpt", exist_ok=True)
 torch.jit.save(module, "ckpt/model.pt")
-if sys.argv[1] == "unlisted-object-state":
-    unlist("ckpt/model.pt", "remapper")
+if sys.argv[1] in edits:
+    rewrite("ckpt/model.pt", edits[sys.argv[1]])
