@@ -260,39 +260,6 @@ func (b childBuilder) roundConfigMap(a round.Action, prompt string) (*corev1.Con
 	}, nil
 }
 
-// researcherInit is the first process of the Researcher's container. It
-// runs the Researcher's command as its child and passes on the SIGTERM
-// that stops the pod (its deletion, its deadline) to every process of the
-// container, so that an agent gets the signal and its time to finish: the
-// first process of a PID namespace ignores a signal it has no handler
-// for, and a shell that ran the command itself would wait out the grace
-// period to be killed with everything under it. Where the container has
-// no PID namespace of its own, the signal goes to the command alone; a
-// signal that comes before the shell knows the command's pid is passed on
-// once it does. It exits with the command's status: a wait that the
-// signal interrupts returns 128+15 instead, and when the command ended
-// while the trap ran, the shell keeps its status for one more wait, which
-// returns 127 for a command whose status a wait already returned.
-const researcherInit = `if [ $$ = 1 ]; then
-	pass_stop() { kill -TERM -1 2>/dev/null; }
-else
-	pass_stop() { kill -TERM "$child" 2>/dev/null; }
-fi
-trap 'if [ -n "$child" ]; then pass_stop; else stopping=1; fi' TERM INT
-/bin/sh -c "$1" &
-child=$!
-[ -z "$stopping" ] || pass_stop
-wait "$child"
-status=$?
-while kill -0 "$child" 2>/dev/null; do
-	wait "$child"
-	status=$?
-done
-wait "$child" 2>/dev/null
-last=$?
-[ "$last" = 127 ] || status=$last
-exit "$status"`
-
 // researcherPod runs the untrusted Researcher: no service-account token,
 // the worktree writable, the git directory read-only, the prompt from a
 // ConfigMap, API keys only through the spec's secret references, and
@@ -310,7 +277,7 @@ func (b childBuilder) researcherPod(a round.Action) (*corev1.Pod, error) {
 	researcher := withTools(corev1.Container{
 		Name:                     stepResearcher,
 		Image:                    image,
-		Command:                  []string{"/bin/sh", "-c", researcherInit, "autoresearch-researcher", s.Researcher.Command},
+		Command:                  []string{steps.Binary, "researcher-init", s.Researcher.Command},
 		WorkingDir:               b.experimentDir(),
 		Resources:                s.Researcher.Resources,
 		EnvFrom:                  s.Researcher.EnvFrom,

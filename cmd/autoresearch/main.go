@@ -41,6 +41,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCommand(), newStatusCommand(), newReportCommand(), newExportCommand(), newNoteCommand(), newImportCommand(), newResearcherCommand(),
-		newExecCommand(), newWorkspaceCommand(), newReadCommand(), newVersionCommand())
+		newExecCommand(), newResearcherInitCommand(), newWorkspaceCommand(), newReadCommand(), newVersionCommand())
 	return root
 }

@@ -27,3 +27,23 @@ func Without(environ []string, secrets ...string) []string {
 	}
 	return out
 }
+
+// PlainWords is command split into its words when it is plain words that
+// a shell would run as they are: a program and its arguments, without
+// quotes, variables, globs, redirections, operators or an environment
+// assignment; nil otherwise. Such a command, a Researcher's, runs with no
+// shell between it and what started it: a shell would hold the keys, and
+// the commands the Researcher's agent runs, as the same user, could read
+// them from its /proc/<pid>/environ.
+func PlainWords(command string) []string {
+	for _, r := range command {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" \t_./:=,@+%-", r)) {
+			return nil
+		}
+	}
+	words := strings.Fields(command)
+	if len(words) == 0 || strings.Contains(words[0], "=") {
+		return nil
+	}
+	return words
+}

@@ -1,6 +1,7 @@
 package keyenv
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,5 +12,24 @@ func TestWithout(t *testing.T) {
 	want := []string{"PATH=/bin", "HOME=/tmp"}
 	if diff := cmp.Diff(want, Without(in, "s3cret-value")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestPlainWords(t *testing.T) {
+	for command, want := range map[string][]string{
+		"autoresearch researcher agent --provider anthropic --model claude-sonnet-4-5": {"autoresearch", "researcher", "agent", "--provider", "anthropic", "--model", "claude-sonnet-4-5"},
+		"  python3 agent.py\t--url=http://llm:8000/v1 ":                                {"python3", "agent.py", "--url=http://llm:8000/v1"},
+		"KEY=1 agent":     nil,
+		"agent && other":  nil,
+		"agent 'a b'":     nil,
+		"agent $HOME":     nil,
+		"agent > out.txt": nil,
+		"agent *.py":      nil,
+		"agent ~/x":       nil,
+		"":                nil,
+	} {
+		if got := PlainWords(command); !slices.Equal(got, want) {
+			t.Errorf("PlainWords(%q) = %q, want %q", command, got, want)
+		}
 	}
 }

@@ -115,7 +115,14 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 		return round.ProcessExit{}, "", err
 	}
 	defer pr.Close()
-	argv := c.argv(p.Command, mounts)
+	command := p.Command
+	if p.APIKeys && keyenv.PlainWords(command) != nil {
+		// The shell that runs a command of plain words, holding the keys,
+		// gives way to it: the commands the Researcher's agent runs, as
+		// the same user, could read them from the shell's environment.
+		command = "exec " + command
+	}
+	argv := c.argv(command, mounts)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
 	environ := os.Environ()

@@ -16,7 +16,8 @@ import (
 // them: the Researcher gets them, and the code it writes, which training
 // and the evaluation run, does not. Every attack improves honestly, to 20,
 // only where its Researcher saw a key; a forged 99, or a key anywhere in
-// the repository or the run's state, fails it.
+// the repository or the run's state, fails it. A command the Researcher's
+// agent runs, without the key, finds it in no other process either.
 func TestStepsGetNoModelKey(t *testing.T) {
 	scripts, err := filepath.Glob("attacks-env/*.sh")
 	if err != nil || len(scripts) == 0 {
@@ -38,6 +39,12 @@ func TestStepsGetNoModelKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(name, func(t *testing.T) { stepsGetNoModelKey(t, script, keys) })
+		if name == "researchers-command-reads-the-key" {
+			// Without the mounts' namespaces the runner, and the shell that
+			// starts a step, hold the key as the Researcher's user
+			// (docs/security.md, "Containment, the rest").
+			continue
+		}
 		t.Run(name+"/without-mounts", func(t *testing.T) {
 			defer runner.WithoutMounts()()
 			stepsGetNoModelKey(t, script, keys)
