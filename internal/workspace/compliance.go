@@ -143,7 +143,8 @@ func (w *Workspace) checkCompliance(ctx context.Context, base, candidate string,
 // change: a symbolic link, which could make a step read or write a file
 // outside its checkout, a file that configures git itself
 // (.gitattributes, .gitmodules, .gitignore), which could make git run a
-// command or hide a file, and a file that chooses a toolchain
+// command or hide a file, a file that a service or tool runs by itself
+// (RunsOnItsOwn), and a file that chooses a toolchain
 // (ChoosesToolchain), which it may not remove either, nor anything under
 // the name of the supervisor's state directory (namesStateDir).
 func judgeFileType(c change) (Violation, bool) {
@@ -159,10 +160,42 @@ func judgeFileType(c change) (Violation, bool) {
 	if strings.HasPrefix(path.Base(c.to.rel), ".git") {
 		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s %s, a file that configures git, which only the supervisor may change", c.Kind, c.Path)}, true
 	}
+	if RunsOnItsOwn(c.Path) {
+		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s %s, a file that a CI service or a developer's tool runs by itself once the branch is pushed or checked out", c.Kind, c.Path)}, true
+	}
 	if c.mode == modeSymlink || c.mode == modeGitlink {
 		return Violation{Path: c.Path, Reason: fmt.Sprintf("%s is a symbolic link or a nested repository; a candidate may hold only regular files", c.Path)}, true
 	}
 	return Violation{}, false
+}
+
+// automationDirs and automationFiles are where CI services, editors, dev
+// containers, hook managers and directory-environment tools find what they
+// run by themselves, with the user's credentials, once a branch is pushed
+// or checked out: a workflow there would run the Researcher's code outside
+// every sandbox.
+var (
+	automationDirs = []string{".github", ".gitlab", ".circleci", ".buildkite", ".azure-pipelines", ".woodpecker", ".tekton",
+		".husky", ".vscode", ".devcontainer", ".idea"}
+	automationFiles = []string{".gitlab-ci.yml", ".travis.yml", "Jenkinsfile", "azure-pipelines.yml", "bitbucket-pipelines.yml",
+		".drone.yml", ".woodpecker.yml", ".cirrus.yml", "appveyor.yml", ".appveyor.yml", "cloudbuild.yaml", "cloudbuild.yml",
+		".pre-commit-config.yaml", ".envrc", ".devcontainer.json"}
+)
+
+// RunsOnItsOwn says whether the file p, slash-separated from the
+// repository's root, is one of automationFiles or lies in one of
+// automationDirs, in any case.
+func RunsOnItsOwn(p string) bool {
+	parts := strings.Split(p, "/")
+	fold := func(names []string, name string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, name) })
+	}
+	for _, dir := range parts[:len(parts)-1] {
+		if fold(automationDirs, dir) {
+			return true
+		}
+	}
+	return fold(automationFiles, parts[len(parts)-1])
 }
 
 // ToolchainFiles are the files by which version managers (pyenv, rustup,

