@@ -340,9 +340,10 @@ func TestVersion(t *testing.T) {
 // TestResearcherTextReachesNoTerminalRaw: a strategy with escape sequences
 // (retitle the window, clear the screen, colour the text) reaches the
 // ledger, `run`'s progress, `status` and the report without its control
-// characters, and with the rest of its words.
+// characters, and with the rest of its words; a kept change with one (erase
+// the line) reaches the report's diff with it written out.
 func TestResearcherTextReachesNoTerminalRaw(t *testing.T) {
-	repo := toyRepoWith(t, `sed -i s/SCORE=10/SCORE=20/ train.sh && printf '| 1 |  |  |  | double \\033]0;PWNED\\007\\033[2J\\033[31mred SCORE |  |  |\\n' >> $AUTORESEARCH_EXPERIENCES`, "")
+	repo := toyRepoWith(t, `sed -i s/SCORE=10/SCORE=20/ train.sh && printf '# \\033[2Ktuned\\n' >> train.sh && printf '| 1 |  |  |  | double \\033]0;PWNED\\007\\033[2J\\033[31mred SCORE |  |  |\\n' >> $AUTORESEARCH_EXPERIENCES`, "")
 	file, wt := filepath.Join(repo, "experiment.yaml"), filepath.Join(filepath.Dir(repo), "wt")
 	outputs := map[string]string{}
 	var err error
@@ -369,5 +370,8 @@ func TestResearcherTextReachesNoTerminalRaw(t *testing.T) {
 		if !strings.Contains(out, "double ]0;PWNED[2J[31mred SCORE") {
 			t.Errorf("%s lacks the strategy's words:\n%s", name, out)
 		}
+	}
+	if !strings.Contains(outputs["report.md"], `+# \x1b[2Ktuned`) {
+		t.Errorf("report.md lacks the kept change, its escape written out:\n%s", outputs["report.md"])
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/internal/report"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/steps"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -115,9 +116,11 @@ func newLogsCommand(c *cluster) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Logs and diffs are the Researcher's and its code's text: their
+			// escape sequences are written out, not sent to the terminal.
 			data, err := entries.Get("log")
 			if err == nil {
-				_, err = cmd.OutOrStdout().Write(data)
+				_, err = io.WriteString(cmd.OutOrStdout(), text.Visible(string(data)))
 				return err
 			}
 			var missing *readout.ItemError
@@ -131,8 +134,11 @@ func newLogsCommand(c *cluster) *cobra.Command {
 			if perr == nil {
 				defer stream.Close()
 				fmt.Fprintf(cmd.ErrOrStderr(), "The %s step keeps no log on the workspace; this is its pod %s's log.\n", step, pod)
-				_, err = io.Copy(cmd.OutOrStdout(), stream)
-				return err
+				out := text.NewVisibleWriter(cmd.OutOrStdout())
+				if _, err = io.Copy(out, stream); err != nil {
+					return err
+				}
+				return out.Flush()
 			}
 			return fmt.Errorf("round %d of %s has no %s log: %s", rf.round, ar.Name, step, roundLogs(entries))
 		},
@@ -152,7 +158,7 @@ func roundLogs(entries readout.Entries) string {
 	var names []string
 	for _, n := range strings.Fields(string(list)) {
 		if s, ok := strings.CutSuffix(n, ".log"); ok {
-			names = append(names, s)
+			names = append(names, text.Visible(s))
 		}
 	}
 	slices.Sort(names)
@@ -328,7 +334,7 @@ func newDiffCommand(c *cluster) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Round %d's candidate changed nothing.\n", rf.round)
 				return nil
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), string(data))
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), text.Visible(string(data)))
 			return err
 		},
 	}

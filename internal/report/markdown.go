@@ -49,11 +49,14 @@ func (r Report) Markdown(plot string) string {
 			b.WriteString("No diff: the status history no longer holds this round's commits.\n")
 			continue
 		}
+		// The diff is the Researcher's text: its escape sequences are
+		// written out, for a terminal that shows the file.
+		diff := text.Visible(strings.TrimRight(rd.Diff, "\n"))
 		fence := "```"
-		for strings.Contains(rd.Diff, fence) {
+		for strings.Contains(diff, fence) {
 			fence += "`"
 		}
-		fmt.Fprintf(b, "%sdiff\n%s\n%s\n", fence, strings.TrimRight(rd.Diff, "\n"), fence)
+		fmt.Fprintf(b, "%sdiff\n%s\n%s\n", fence, diff, fence)
 	}
 	if !kept {
 		b.WriteString("\nNo round improved on the baseline.\n")

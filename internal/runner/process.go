@@ -18,6 +18,7 @@ import (
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/keyenv"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 )
 
 // Process is one user command: the Researcher, training or evaluation.
@@ -38,7 +39,8 @@ type Process struct {
 	// LogPath keeps the full output, for people: any process of the step
 	// can write it, so no result is read back from it.
 	LogPath string
-	// Live, when set, also receives the output as it comes.
+	// Live, when set, also receives the output as it comes, its control
+	// characters but tabs and newlines written out (text.Visible).
 	Live io.Writer
 	// Mounts are made, in order, in the step's mount namespace before its
 	// command starts, where ReadOnlyMounts says so; elsewhere they are
@@ -105,7 +107,11 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	log := &logWriter{f: logFile, max: maxLogBytes}
 	out := io.MultiWriter(log, output)
 	if p.Live != nil {
-		out = io.MultiWriter(out, p.Live)
+		// The step's output reaches the person's terminal with its escape
+		// sequences written out: it is the Researcher's code's.
+		live := text.NewVisibleWriter(p.Live)
+		defer func() { _ = live.Flush() }()
+		out = io.MultiWriter(out, live)
 	}
 	// The pipe is the runner's own: the step's exit returns from Wait at
 	// once, whoever still holds the write end, and the runner decides how

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -157,6 +158,28 @@ func TestOutputIsWhatTheRunnerRead(t *testing.T) {
 				t.Errorf("output %q, want only what the step printed", output)
 			}
 		})
+	}
+}
+
+// TestLiveOutputShowsItsEscapes: what a step prints reaches the person's
+// terminal (run --verbose) with its escape sequences written out, and the
+// log and the captured output as printed.
+func TestLiveOutputShowsItsEscapes(t *testing.T) {
+	var live bytes.Buffer
+	log := filepath.Join(t.TempDir(), "train.log")
+	p := Process{
+		Command: `printf 'loss 0.5\033[2K\rloss 0.1\n'`, Dir: t.TempDir(),
+		Timeout: 10 * time.Second, KillGrace: time.Second, LogPath: log, Live: &live,
+	}
+	_, output, err := p.RunOutput(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := live.String(), `loss 0.5\x1b[2K\x0dloss 0.1`+"\n"; got != want {
+		t.Errorf("live output %q, want %q", got, want)
+	}
+	if want := "loss 0.5\x1b[2K\rloss 0.1\n"; output != want {
+		t.Errorf("captured output %q, want %q as printed", output, want)
 	}
 }
 

