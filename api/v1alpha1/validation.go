@@ -120,17 +120,9 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 		errs = append(errs, s.Researcher.Timeout.Validate(p.Child("researcher", "timeout"))...)
 	}
 	errs = append(errs, validatePodTemplate(p.Child("researcher", "podTemplate"), s.Researcher.PodTemplate, "researcher", true)...)
-	if s.Source.Git != nil && s.Source.PVC != nil {
-		errs = append(errs, field.Forbidden(p.Child("source"), "takes either git or pvc, not both"))
-	}
-	if g := s.Source.Git; g != nil && gitOutputPasswordRE.MatchString(g.URL) {
-		errs = append(errs, field.Invalid(p.Child("source", "git"), "<redacted>", "url must not hold a password or token: the clone keeps its url in a git directory the Researcher reads; put it in the Secret that credentialsSecret names"))
-	}
+	errs = append(errs, s.Source.validate(p.Child("source"))...)
 	errs = append(errs, s.Workspace.validate(p.Child("workspace"))...)
 	errs = append(errs, s.Output.validate(p.Child("output"))...)
-	if s.Source.Subdir != "" {
-		errs = append(errs, s.Source.Subdir.Validate(p.Child("source", "subdir"))...)
-	}
 	if s.HistoryLimit < 0 || s.HistoryLimit > maxHistoryLimit {
 		errs = append(errs, field.Invalid(p.Child("historyLimit"), s.HistoryLimit, fmt.Sprintf("must be between 1 and %d", maxHistoryLimit)))
 	}
@@ -223,6 +215,20 @@ var (
 	gitOutputURLRE      = regexp.MustCompile(`^(https?|ssh)://[^/]+/.|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
 	gitOutputPasswordRE = regexp.MustCompile(`^[a-z]+://[^/@]*:[^/@]*@`)
 )
+
+func (s *SourceSpec) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.Git != nil && s.PVC != nil {
+		errs = append(errs, field.Forbidden(p, "takes either git or pvc, not both"))
+	}
+	if g := s.Git; g != nil && gitOutputPasswordRE.MatchString(g.URL) {
+		errs = append(errs, field.Invalid(p.Child("git"), "<redacted>", "url must not hold a password or token: the clone keeps its url in a git directory the Researcher reads; put it in the Secret that credentialsSecret names"))
+	}
+	if s.Subdir != "" {
+		errs = append(errs, s.Subdir.Validate(p.Child("subdir"))...)
+	}
+	return errs
+}
 
 func (o *OutputSpec) validate(p *field.Path) field.ErrorList {
 	if o == nil {

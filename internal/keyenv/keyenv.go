@@ -36,10 +36,11 @@ func Without(environ []string, secrets ...string) []string {
 // the commands the Researcher's agent runs, as the same user, could read
 // them from its /proc/<pid>/environ.
 func PlainWords(command string) []string {
-	for _, r := range command {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" \t_./:=,@+%-", r)) {
-			return nil
-		}
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" \t_./:=,@+%-", r)
+	}
+	if strings.IndexFunc(command, func(r rune) bool { return !plain(r) }) >= 0 {
+		return nil
 	}
 	words := strings.Fields(command)
 	if len(words) == 0 || strings.Contains(words[0], "=") {
