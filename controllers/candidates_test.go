@@ -193,10 +193,11 @@ func TestRestartAtEveryStepOfCandidates(t *testing.T) {
 	r.noneMadeTwice()
 }
 
-// TestPipelinedRoundOnACluster plays spec.pipeline: round 2's Researcher
-// pod starts on its own copy while round 1 trains; once round 1 commits a
-// new best, round 2's finished check, made on the old best, is made again,
-// carried onto the new one, and round 2 trains.
+// TestPipelinedRoundOnACluster plays spec.pipeline: round 1's Researcher
+// pod starts while the baseline trains, and round 2's on its own copy
+// while round 1 trains; once round 1 commits a new best, round 2's
+// finished check, made on the old best, is made again, carried onto the
+// new one, and round 2 trains.
 func TestPipelinedRoundOnACluster(t *testing.T) {
 	requireEnvtest(t)
 	ns := newNamespace(t)
@@ -206,6 +207,8 @@ func TestPipelinedRoundOnACluster(t *testing.T) {
 		s.MaxRounds = 2
 	})
 	initWorkspace(t, ns)
+	waitJob(t, ns, experiment+"-r0-train-1")
+	waitPod(t, ns, podName(1, stepResearcher))
 	baseline(t, ns, "1.000")
 	finishPod(t, ns, podName(1, stepResearcher), 0, "")
 	finishPod(t, ns, podName(1, stepCompliance), 0, result(t, steps.ComplianceResult{Strategy: "idea 1", Candidate: "cand1"}))

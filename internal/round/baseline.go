@@ -87,6 +87,7 @@ func (e *engine) measureBaseline(commit, note string) {
 		e.st.Message = "measuring the baseline"
 	}
 	e.startStep()
+	e.startEarly()
 }
 
 // baselineSample keeps one baseline measurement; after the last one the

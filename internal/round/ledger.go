@@ -32,7 +32,9 @@ func roundRecord(cr *v1alpha1.RoundStatus, c *v1alpha1.CandidateStatus) v1alpha1
 // commit is its sealed candidate, which its candidate ref keeps; the
 // winner's is left empty: the git step fills in the commit it makes. The
 // winner's row, or the first candidate's, is the update's Round; the
-// others are its Others.
+// others are its Others, with the baseline's row when the round's
+// Researchers started, with spec.pipeline, before the baseline was
+// measured, so that no preparation of theirs could write it.
 func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) *steps.LedgerUpdate {
 	cr := st.CurrentRound
 	after := st.DeepCopy()
@@ -54,6 +56,11 @@ func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatu
 			u.Round = &r
 		} else {
 			u.Others = append(u.Others, r)
+		}
+	}
+	for _, h := range st.History {
+		if h.Round == 0 && h.CompletionTime != nil && cr.StartTime != nil && cr.StartTime.Before(h.CompletionTime) {
+			u.Others = append(u.Others, LedgerRound(h))
 		}
 	}
 	return u

@@ -9,9 +9,10 @@ import (
 )
 
 // Pipelining (spec.pipeline): once the current round's candidates are
-// checked and go to the GPUs, the next round's Researchers start, from the
-// best code known then, in status.nextRound. That round researches and is
-// checked meanwhile, then waits until the current round is done; when the
+// checked and go to the GPUs (the baseline's at once), the next round's
+// Researchers start, from the best code known then, in status.nextRound.
+// That round researches and is checked meanwhile, then waits until the
+// current round is done; when the
 // current round committed a new best, each of its checked candidates is
 // checked again, carried onto the new best by a three-way merge, and one
 // that conflicts is stale.
@@ -45,15 +46,19 @@ func (e *engine) onRound(n int32, f func()) {
 
 // startEarly starts the next round's Researchers once the current round's
 // candidates are checked, when spec.pipeline asks for it and a next round
-// is due.
+// is due. The baseline, whose training starts at once, has round 1 (or, when
+// it is measured again, the next round) research while it trains.
 func (e *engine) startEarly() {
 	cr := e.st.CurrentRound
 	if e.early || !ptr.Deref(e.spec.Pipeline, false) || ptr.Deref(e.spec.Suspend, false) || e.st.NextRound != nil ||
-		cr == nil || cr.Number == 0 || stepOrder(cr.Step) < stepOrder(v1alpha1.StepTrain) ||
-		e.st.Phase != v1alpha1.PhaseRunning {
+		cr == nil || stepOrder(cr.Step) < stepOrder(v1alpha1.StepTrain) ||
+		(e.st.Phase != v1alpha1.PhaseRunning && e.st.Phase != v1alpha1.PhaseBaseline) {
 		return
 	}
 	n := cr.Number + 1
+	if cr.Number == 0 {
+		n = e.st.CompletedRounds + 1
+	}
 	if n > e.spec.MaxRounds || e.terminationReason() != "" {
 		return
 	}

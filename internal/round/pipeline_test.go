@@ -233,3 +233,38 @@ func TestPipelineWithCandidates(t *testing.T) {
 		t.Errorf("round 2's candidate a %+v: want its verdict kept, waiting for the git step", c)
 	}
 }
+
+// TestPipelineResearchesWhileTheBaselineTrains: with spec.pipeline, round
+// 1's Researcher starts with the baseline's training, and its checked
+// candidate trains once the baseline is measured; a baseline measured again
+// later has the next round, not round 1, research meanwhile.
+func TestPipelineResearchesWhileTheBaselineTrains(t *testing.T) {
+	d := newDriver(t, pipelined)
+	d.next(tick())
+	w := waited(d.next(workspaceReady()))
+	if len(w) != 2 || w[0].Type != ActionRunTrain || w[0].Round != 0 || w[1].Type != ActionRunResearcher || w[1].Round != 1 || w[1].BaseCommit != startCommit {
+		t.Fatalf("workspace ready: actions %+v, want the baseline's training and round 1's Researcher on the start", w)
+	}
+	if c := only(t, d.next(researched(1, "idea 1")), ActionCheckCompliance); c.Round != 1 {
+		t.Fatalf("round 1 researched: %+v, want its check", c)
+	}
+	if w := waited(d.next(compliance(1, ComplianceResult{Candidate: "cand1"}))); len(w) != 0 {
+		t.Fatalf("round 1 checked: actions %+v, want it to wait for the baseline", w)
+	}
+	d.next(trained(0))
+	w = waited(d.next(evaluated(0, "1.0")))
+	if len(w) != 2 || w[0].Type != ActionRunTrain || w[0].Round != 1 || w[0].Code != "cand1" || w[1].Type != ActionRunResearcher || w[1].Round != 2 {
+		t.Fatalf("baseline measured: actions %+v, want round 1's checked candidate to train, unchecked again, and round 2's Researcher", w)
+	}
+	if d.st.Baseline.Samples != 1 || d.current() != 1 {
+		t.Fatalf("baseline %+v, round %d; want the baseline measured and round 1 current", d.st.Baseline, d.current())
+	}
+
+	// Round 2, started early, researches when the measure changes: it is
+	// dropped, and starts again as the baseline is measured again.
+	d.round("0.9")
+	w = waited(d.next(Observation{Kind: ObserveRebaseline, Changed: []string{"spec.eval.command"}}))
+	if len(w) != 2 || w[0].Type != ActionRunTrain || w[0].Round != 0 || w[1].Type != ActionRunResearcher || w[1].Round != 2 {
+		t.Fatalf("measure changed: actions %+v, want the baseline measured again and round 2's Researcher", w)
+	}
+}

@@ -186,7 +186,8 @@ func TestTinyLMGoWithTwoCandidates(t *testing.T) {
 }
 
 // TestPipelinedRounds runs rounds with spec.pipeline: each round's
-// Researcher works while the round before trains (round 1's training
+// Researcher works while the round before trains (round 1's while the
+// baseline does; round 1's training
 // waits for round 2's Researcher's mark, and scores 0 without it), and is
 // carried onto the best that round commits: a change to another line
 // merges, one to the same line is stale.
@@ -221,6 +222,12 @@ func TestPipelinedRounds(t *testing.T) {
 	want := []string{"0:baseline", "1:improved", "2:improved", "3:improved", "4:stale"}
 	if diff := cmp.Diff(want, verdicts(ledger(t, x))); diff != "" {
 		t.Errorf("ledger verdicts (-want +got):\n%s\n%s", diff, out)
+	}
+	// Round 1 researched while the baseline trained; its git step wrote
+	// the baseline's row, before its own.
+	results := strings.Split(strings.TrimSpace(readFile(t, filepath.Join(x.Worktree, "results.tsv"))), "\n")
+	if len(results) != 6 || !strings.HasSuffix(results[1], "\tbaseline") || !strings.HasSuffix(results[2], "\traise SCORE to 20") {
+		t.Errorf("results.tsv = %q, want a header, the baseline, round 1 and a line per later round", results)
 	}
 	if st.Best.Value != "35" || st.Best.Round != 3 {
 		t.Errorf("best %+v, want 35 from round 3: SCORE=30 with round 2's BONUS=5", st.Best)

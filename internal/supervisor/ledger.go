@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -117,6 +118,10 @@ func record(ctx context.Context, ws *workspace.Workspace, stateDir string, u ste
 	if err := workspace.WriteLedger(ws.ExperiencesPath(), ledger); err != nil {
 		return ledger, err
 	}
+	// results.tsv keeps the rounds in order: a row of an earlier round
+	// (the baseline's, which a pipelined round's git step writes) comes
+	// first.
+	slices.SortStableFunc(fresh, func(a, b steps.LedgerRound) int { return cmp.Compare(a.Round, b.Round) })
 	for _, r := range fresh {
 		commit, memory := r.Commit, ""
 		if r.Round == u.Round.Round && r.Candidate == u.Round.Candidate {

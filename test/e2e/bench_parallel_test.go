@@ -178,8 +178,8 @@ func benchToy(s benchSettings, c benchCell) (map[string]string, error) {
 	}, nil
 }
 
-// benchManifest trains for T in every round but the baseline, which only
-// has to show that training and evaluation work.
+// benchManifest trains for T in every round, the baseline's too, as a
+// real experiment does: with spec.pipeline, round 1 researches meanwhile.
 func benchManifest(s benchSettings, c benchCell, repo string) string {
 	return fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
@@ -200,7 +200,7 @@ spec:
   variable:
     files: [train.sh]
   train:
-    command: "[ \"$AUTORESEARCH_ROUND\" = 0 ] || sleep %g; ./train.sh"
+    command: "sleep %g; ./train.sh"
     outputs: [out.txt]
     gpus: 1
   eval:
@@ -435,6 +435,24 @@ func roundsOf(history []v1alpha1.RoundRecord) ([]roundTimes, error) {
 	return rounds, nil
 }
 
+// baselineEnd is when the baseline was measured: its evaluation's end, or
+// its record's completion, in whole seconds, when that is later.
+func baselineEnd(history []v1alpha1.RoundRecord) (time.Time, error) {
+	for _, h := range history {
+		if h.Round != 0 || h.CompletionTime == nil {
+			continue
+		}
+		end := h.CompletionTime.Time
+		for _, s := range h.Timeline {
+			if s.Step == v1alpha1.StepEval {
+				end = later(end, s.Time.Add(durationOf(h.Durations.Eval)))
+			}
+		}
+		return end, nil
+	}
+	return time.Time{}, errors.New("the history has no completed baseline")
+}
+
 func durationOf(d *metav1.Duration) time.Duration {
 	if d == nil {
 		return 0
@@ -456,19 +474,19 @@ type accounting struct {
 	stretch time.Duration
 }
 
-// account walks the critical path from round 1's start to end: a round
-// trains once the round before is committed and its own candidates are
-// checked. With spec.pipeline, a round's research and checks that ran
+// account walks the critical path from start, when the baseline was
+// measured, to end: a round trains once the round before is committed and
+// its own candidates are checked. With spec.pipeline, a round's research and checks that ran
 // while the round before trained are off that path; only what the GPUs
 // then waited for counts. train and research are the simulated times,
 // scaled to budget for the stretch.
-func account(rounds []roundTimes, end time.Time, train, research, budget time.Duration) accounting {
+func account(rounds []roundTimes, start, end time.Time, train, research, budget time.Duration) accounting {
 	var a accounting
 	growTrain := budget - train
 	growResearch := time.Duration(float64(research) * (float64(budget)/float64(train) - 1))
-	// prev is where the GPUs' critical path stands: round 1's start, then
-	// each round's commit.
-	prev := rounds[0].at(v1alpha1.StepResearcher)
+	// prev is where the GPUs' critical path stands: the baseline's end,
+	// then each round's commit.
+	prev := start
 	for _, r := range rounds {
 		researchAt, check, trainAt := r.at(v1alpha1.StepResearcher), r.at(v1alpha1.StepCompliance), r.at(v1alpha1.StepTrain)
 		var waited time.Duration
@@ -498,7 +516,7 @@ func account(rounds []roundTimes, end time.Time, train, research, budget time.Du
 		prev = r.at(v1alpha1.StepGit)
 	}
 	a.handoffs.gitNext += end.Sub(prev)
-	a.wall = end.Sub(rounds[0].at(v1alpha1.StepResearcher))
+	a.wall = end.Sub(start)
 	return a
 }
 
@@ -537,8 +555,12 @@ func analyseCell(ar *v1alpha1.AutoResearch, c benchCell, train time.Duration, ta
 		return rep, fmt.Errorf("round %d's record has no completion time", last.Round)
 	}
 	end := later(last.CompletionTime.Time, rounds[len(rounds)-1].at(v1alpha1.StepGit))
+	start, err := baselineEnd(ar.Status.History)
+	if err != nil {
+		return rep, err
+	}
 	rep.rounds = len(rounds)
-	rep.accounting = account(rounds, end, train, c.research, benchTrainingBudget)
+	rep.accounting = account(rounds, start, end, train, c.research, benchTrainingBudget)
 	best := math.Inf(-1)
 	for _, r := range rounds {
 		rep.gpu += r.gpu
@@ -671,8 +693,8 @@ func goal(reports []cellReport, value func(cellReport) (float64, string), ok fun
 	return verdict + ": " + strings.Join(values, "; ")
 }
 
-// TestBenchParallelAccounting checks the benchmark's arithmetic on two
-// made-up experiments: the handoffs and the user processes make up the
+// TestBenchParallelAccounting checks the benchmark's arithmetic on made-up
+// experiments: the handoffs and the user processes make up the
 // wall time, with the research of a pipelined round off the critical path.
 func TestBenchParallelAccounting(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -686,8 +708,9 @@ func TestBenchParallelAccounting(t *testing.T) {
 	}
 	cases := map[string]struct {
 		rounds []roundTimes
-		end    float64
-		want   accounting
+		// start is when the baseline was measured, 0 unless set.
+		start, end float64
+		want       accounting
 	}{
 		"sequential": {
 			// Each round: research 10 + 1, check 2, train 20 + 0.5,
@@ -713,6 +736,18 @@ func TestBenchParallelAccounting(t *testing.T) {
 				stretch: (140 + 2*280) * time.Second,
 			},
 		},
+		"pipelined, round 1 researched while the baseline trained": {
+			// Round 1 researches from -25 to -15 and is checked at -14,
+			// before the baseline's end at 0; it trains 1.5 s after.
+			rounds: []roundTimes{round(1, -25, -14, 1.5, 22, 23.5)},
+			end:    24.5,
+			want: accounting{
+				wall: 24500 * time.Millisecond, user: 21 * time.Second,
+				handoffs: handoffs{trainEval: 500 * time.Millisecond, evalGit: 500 * time.Millisecond, gitNext: 2500 * time.Millisecond},
+				// Its research stays hidden at the budget too.
+				stretch: 280 * time.Second,
+			},
+		},
 		"pipelined, the GPUs wait for research": {
 			// Round 2 researches from 30 to 40, 5 s past round 1's git at
 			// 35, is checked at 41 and trains at 43.
@@ -729,7 +764,7 @@ func TestBenchParallelAccounting(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := account(tc.rounds, at(tc.end), 20*time.Second, 10*time.Second, benchTrainingBudget)
+			got := account(tc.rounds, at(tc.start), at(tc.end), 20*time.Second, 10*time.Second, benchTrainingBudget)
 			if got != tc.want {
 				t.Errorf("account:\n got %+v\nwant %+v", got, tc.want)
 			}

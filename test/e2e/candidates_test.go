@@ -230,7 +230,7 @@ spec:
 }
 
 // TestPipelineOnCluster runs spec.pipeline through kubectl: each round's
-// Researcher pod runs while the round before trains, and is carried onto
+// Researcher pod runs while the round before (or the baseline) trains, and is carried onto
 // the best that round commits. Deleted, the experiment leaves its results
 // on its claim's volume.
 func TestPipelineOnCluster(t *testing.T) {
@@ -260,7 +260,8 @@ func TestPipelineOnCluster(t *testing.T) {
 	if ar.Status.Best == nil || ar.Status.Best.Value != "35" {
 		t.Errorf("best %+v, want 35: round 3's SCORE on round 2's BONUS", ar.Status.Best)
 	}
-	for r := 1; r <= 2; r++ {
+	// Round 1's Researcher runs while the baseline, round 0, trains.
+	for r := 0; r <= 2; r++ {
 		researcher := terminated(pods, fmt.Sprintf("%s-r%d-researcher", n, r+1), "researcher")
 		train := terminated(pods, "", fmt.Sprintf("%s-r%d-train", n, r))
 		if researcher == nil || train == nil {
