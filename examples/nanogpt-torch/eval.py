@@ -17,7 +17,8 @@ printing, no files, no memory that no op has written), may not set an
 attribute or hold a list or dict (which a fresh module makes harmless, but
 which no honest model needs), in any of its methods, nor have a forward
 hook, which calling it runs, nor name __setstate__ in its code, which
-loading runs (the archive is read for it before loading); the validation
+loading runs (the archive is read for it before loading), nor hold a tensor
+that reaches past its data; the validation
 split is read before any of its code runs; and every batch is checked at
 split points drawn from the operating system's randomness, with the later
 bytes replaced by real text from another batch, which the model cannot tell
@@ -31,7 +32,6 @@ import os
 import random
 import sys
 import time
-import zipfile
 
 # Idle OpenMP threads sleep instead of spinning, as in train.py.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -174,17 +174,42 @@ def check_archive(data):
     """Fails when the checkpoint's code names __setstate__: torch.jit.load
     runs a class's __setstate__ for every object of the class it unpickles,
     whether or not the module it makes names the class, before any check
-    could look at that module. Every source entry of the archive is read as
-    bytes, whatever the case of its name (torch finds entries by name in
-    any case), those of the same name too: no encoding it declares, and no
-    parser that reads it otherwise than TorchScript, hides the name."""
+    could look at that module. The archive is read by torch's own reader,
+    which finds the entries that loading reads (a zip reader of another
+    kind read a directory of entries that a second one, which torch read,
+    hid), and every source entry, whatever the case of its name, is
+    searched as bytes: no encoding it declares, and no parser that reads it
+    otherwise than TorchScript, hides the name."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            for info in archive.infolist():
-                if info.filename.lower().endswith(".py") and b"__setstate__" in archive.read(info):
-                    fail(f"the model's code names __setstate__ ({info.filename}), code that runs whenever it is loaded; it must compute its logits from its input alone")
-    except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as exc:
+        archive = torch._C.PyTorchFileReader(io.BytesIO(data))
+        sources = [(name, archive.get_record(name)) for name in archive.get_all_records() if name.lower().endswith(".py")]
+    except RuntimeError as exc:
         fail(f"cannot read {CKPT_PATH} as a TorchScript archive: {exc}")
+    for name, source in sources:
+        if b"__setstate__" in source:
+            fail(f"the model's code names __setstate__ ({name}), code that runs whenever it is loaded; it must compute its logits from its input alone")
+
+
+def tensors(value):
+    """The tensors in an attribute's value: itself, or those of the tuple it
+    is."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from tensors(item)
+
+
+def check_extent(name, t):
+    """Fails when tensor t reaches past the data it was loaded with: loading
+    takes a tensor's sizes and strides from the archive as they are, and an
+    operation that reads it whole (clone) would read the memory after its
+    data, where earlier calls' freed tensors lie."""
+    if t.numel() == 0:
+        return
+    last = t.storage_offset() + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    if min(t.stride(), default=0) < 0 or (last + 1) * t.element_size() > t.storage().nbytes():
+        fail(f"the model's tensor {name} reaches past the data it holds; it must compute its logits from its input alone")
 
 
 def check_pure(model):
@@ -195,9 +220,18 @@ def check_pure(model):
     for prefix, module in model.named_modules():
         if module._c._get_forward_hooks() or module._c._get_forward_pre_hooks():
             fail(f"the model has forward hooks ({prefix or 'its top module'}), code that runs around forward; it must compute its logits in forward alone")
+        try:
+            attributes = torch._C._jit_debug_module_iterators(module._c)["named_attributes"]
+        except RuntimeError as exc:
+            fail(f"cannot read the attributes of the model's {prefix or 'top module'}: {exc}")
+        for name, value in attributes:
+            for t in tensors(value):
+                check_extent(".".join(filter(None, (prefix, name))), t)
     for name, graph in methods(model):
         for node in graph_nodes(graph):
             kind = node.kind()
+            if kind == "prim::Constant" and node.hasAttribute("value") and node.kindOf("value") == "t":
+                check_extent(f"constant in {name}", node.t("value"))
             if kind in REFUSED:
                 fail(f"the model {REFUSED[kind]} ({kind} in {name}); it must compute its logits from its input alone")
             if kind.startswith(UNINITIALIZED):

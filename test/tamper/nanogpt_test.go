@@ -52,15 +52,21 @@ var nanogptModels = map[string]string{
 	// each where the check walked the modules' methods alone. Then the
 	// same __setstate__ in a class that no type of the loaded module
 	// names, which a check of those types let through at 0.13.
-	"class-setstate-state":  "the model's code names __setstate__ (model/code/__torch__.py)",
+	"class-setstate-state":  "the model's code names __setstate__ (code/__torch__.py)",
 	"hook-file-state":       "the model has forward hooks (its top module)",
-	"unlisted-object-state": "the model's code names __setstate__ (model/code/__torch__.py)",
+	"unlisted-object-state": "the model's code names __setstate__ (code/__torch__.py)",
 	// The same __setstate__, read past by a check that parsed the sources
 	// named .py with Python's parser: named .PY, which torch still finds,
 	// or declared UTF-7, in which a parser that decodes as declared sees
 	// it inside a string. 0.13 bits per byte each.
-	"upper-case-source": "the model's code names __setstate__ (model/code/__torch__.PY)",
-	"utf7-source":       "the model's code names __setstate__ (model/code/__torch__.py)",
+	"upper-case-source": "the model's code names __setstate__ (code/__torch__.PY)",
+	"utf7-source":       "the model's code names __setstate__ (code/__torch__.py)",
+	// The same __setstate__ behind a second central directory, which
+	// Python's zip reader took for the archive's: 0.13 bits per byte.
+	"two-directories": "the model's code names __setstate__ (code/__torch__.py)",
+	// A buffer the archive declares larger than its data: read whole, it
+	// gave earlier calls' freed memory back.
+	"oversized-buffer": "the model's tensor buf reaches past the data it holds",
 	// The counts of the bytes the rows hold at the next position: 3.2 bits
 	// per byte, untrained, where the checks shuffled the batch's own rows
 	// and swapped their ends among them.

@@ -15,14 +15,18 @@ hook-file-state) that checked the modules' methods but not the code of an
 attribute's class or a forward hook, or (unlisted-object-state) that
 looked for that code through the types of the module it loaded, or
 (upper-case-source, utf7-source) that parsed the archive's sources with
-Python's parser, and only those named .py, or (column-counts) whose checks
-kept the bytes each position of a batch holds across its rows. The variety model is honest,
+Python's parser, and only those named .py, or (two-directories) that read
+the archive with Python's zip reader, or (column-counts) whose checks
+kept the bytes each position of a batch holds across its rows; or
+(oversized-buffer) that let a tensor reach past its data. The variety model is honest,
 of many kinds of operation, and must be scored."""
 import os
 import re
+import struct
 import sys
 import warnings
 import zipfile
+import zlib
 from typing import Any, List, Tuple
 
 import torch
@@ -336,6 +340,50 @@ def utf7(name, data):
     return name, data
 
 
+def decoy_directory(path):
+    """Appends to the checkpoint at path a second central directory, of the
+    first one's size, listing one harmless entry: a zip reader that takes
+    the directory before the archive's end, as Python's does, sees only it;
+    torch's reads the first, where the archive's end record points."""
+    data = open(path, "rb").read()
+    end = data.rfind(b"PK\x05\x06")
+    _, _, _, entries, total, size, offset, comment = struct.unpack("<IHHHHIIH", data[end:end + 22])
+    assert comment == 0 and end + 22 == len(data)
+    name, content = b"notes.txt", b"honest\n"
+    crc = zlib.crc32(content)
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, len(content), len(content), len(name), 0) + name + content
+    # Python's reader shifts every offset by where it finds the directory
+    # less where the end record says it is.
+    shift = end + len(local) - offset
+    directory = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, crc, len(content), len(content),
+                            len(name), 0, size - 46 - len(name), 0, 0, 0, end - shift) + name
+    directory += b" " * (size - len(directory))
+    with open(path, "wb") as f:
+        f.write(data[:end] + local + directory + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, entries, total, size, offset, 0))
+
+
+class OversizedBuffer(torch.nn.Module):
+    """A buffer of 4096 longs, which the archive, edited, declares 36864
+    long: loading takes the sizes as they are, and reading it whole reads
+    the memory after its data, where earlier calls' freed tensors lie. It
+    keeps nothing there, but may."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("buf", torch.arange(4096, dtype=torch.long))
+
+    def forward(self, x):
+        return torch.zeros(x.shape[0], x.shape[1], 256) + self.buf.clone()[:0].sum().float()
+
+
+def oversize(name, data):
+    """Declares the buffer 36864 longs long in the pickled state."""
+    if name.endswith("data.pkl"):
+        assert data.count(b"(M\x00\x10t") == 1
+        data = data.replace(b"(M\x00\x10t", b"(J" + (36864).to_bytes(4, "little") + b"t")
+    return name, data
+
+
 class ColumnCounts(torch.nn.Module):
     """Stateless and causal in its own row, but reads the next byte from the
     others: its logits at a position are the counts of the bytes all rows
@@ -509,14 +557,15 @@ models = {"uniform": Uniform, "counts-calls": CountsCalls, "knows-the-first-batc
           "reads-freed-memory": ReadsFreedMemory, "resizes-into-freed-memory": ResizesIntoFreedMemory,
           "sets-into-freed-memory": SetsIntoFreedMemory, "variety": Variety, "class-setstate-state": ClassSetstateState,
           "hook-file-state": HookFileState, "unlisted-object-state": UnlistedObjectState,
-          "upper-case-source": ClassSetstateState, "utf7-source": ClassSetstateState, "column-counts": ColumnCounts}
-edits = {"unlisted-object-state": unlist, "upper-case-source": upper_case, "utf7-source": utf7}
+          "upper-case-source": ClassSetstateState, "utf7-source": ClassSetstateState, "column-counts": ColumnCounts,
+          "two-directories": ClassSetstateState, "oversized-buffer": OversizedBuffer}
+edits = {"unlisted-object-state": unlist, "upper-case-source": upper_case, "utf7-source": utf7, "oversized-buffer": oversize}
 model = models[sys.argv[1]]().eval()
 example = torch.zeros(EVAL_BATCH, CONTEXT_LEN, dtype=torch.long)
 if sys.argv[1] in ("sets-attr", "prints", "keeps-inputs", "remembers", "warns", "file-state", "overwrites-val", "fork-file-state",
                    "enter-file-state", "stashes-in-its-input", "reads-freed-memory", "resizes-into-freed-memory",
                    "sets-into-freed-memory", "variety", "class-setstate-state", "hook-file-state", "unlisted-object-state",
-                   "upper-case-source", "utf7-source", "column-counts"):
+                   "upper-case-source", "utf7-source", "column-counts", "two-directories", "oversized-buffer"):
     module = torch.jit.script(model)
 else:
     with torch.no_grad():
@@ -527,3 +576,5 @@ os.makedirs("ckpt", exist_ok=True)
 torch.jit.save(module, "ckpt/model.pt")
 if sys.argv[1] in edits:
     rewrite("ckpt/model.pt", edits[sys.argv[1]])
+if sys.argv[1] == "two-directories":
+    decoy_directory("ckpt/model.pt")
