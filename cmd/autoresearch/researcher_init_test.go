@@ -171,6 +171,37 @@ func TestResearcherInitStopsTheContainer(t *testing.T) {
 	}
 }
 
+// TestResearcherInitOutlastsItsContainersProcesses: as the first process
+// of a PID namespace, the init reaps the orphans that end (their zombies
+// would count against the pod's processes for as long as it runs), and a
+// hangup that a process of the container sends it does not end it.
+func TestResearcherInitOutlastsItsContainersProcesses(t *testing.T) {
+	if os.Getuid() != 0 || exec.Command("unshare", "--pid", "--fork", "--mount-proc", "true").Run() != nil {
+		t.Skip("needs root and unshare --pid --mount-proc")
+	}
+	cmd := initCmd(`(true &); (true &); (true &); kill -HUP 1; kill -USR1 1; sleep 1
+z=0; for f in /proc/[0-9]*/stat; do case $(cut -d' ' -f3 "$f" 2>/dev/null) in Z) z=$((z+1));; esac; done; echo zombies=$z`,
+		"unshare", "--pid", "--fork", "--kill-child", "--mount-proc")
+	out, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(out)) != "zombies=0" {
+		t.Errorf("output %q (%v), want the command to finish with no zombie left", out, err)
+	}
+}
+
+// TestResearcherInitRunsAScriptWithoutAnInterpreterLine: a command of
+// plain words naming a script without #!, which the kernel does not run,
+// runs with a shell, as a shell would run it.
+func TestResearcherInitRunsAScriptWithoutAnInterpreterLine(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/agent", []byte("echo ran $#\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := initCmd(dir + "/agent one two").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "ran 2" {
+		t.Errorf("output %q (%v), want the script run with its two arguments", out, err)
+	}
+}
+
 // TestResearcherInitKeepsTheKeysFromTheCommand: the init holds the
 // container's environment, the model's API key among it, and the
 // Researcher's commands run as its user: its /proc/<pid>/environ is out of

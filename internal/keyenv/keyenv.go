@@ -43,8 +43,18 @@ func PlainWords(command string) []string {
 		return nil
 	}
 	words := strings.Fields(command)
-	if len(words) == 0 || strings.Contains(words[0], "=") {
+	if len(words) == 0 || strings.Contains(words[0], "=") || slices.Contains(shellWords, words[0]) {
 		return nil
 	}
 	return words
+}
+
+// shellWords are the builtins and reserved words that a shell runs itself,
+// or reads as syntax, where a program of the same name would be run in
+// their place.
+var shellWords = []string{
+	".", ":", "alias", "bg", "break", "case", "cd", "command", "continue", "do", "done", "elif", "else", "esac",
+	"eval", "exec", "exit", "export", "false", "fc", "fg", "fi", "for", "getopts", "hash", "if", "in", "jobs",
+	"kill", "local", "printf", "pwd", "read", "readonly", "return", "set", "shift", "source", "test", "then",
+	"time", "times", "trap", "true", "type", "ulimit", "umask", "unalias", "unset", "until", "wait", "while",
 }

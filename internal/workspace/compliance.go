@@ -169,17 +169,28 @@ func judgeFileType(c change) (Violation, bool) {
 	return Violation{}, false
 }
 
-// automationDirs and automationFiles are where CI services, editors, dev
-// containers, hook managers and directory-environment tools find what they
-// run by themselves, with the user's credentials, once a branch is pushed
-// or checked out: a workflow there would run the Researcher's code outside
-// every sandbox.
+// automationDirs and automationFiles are where CI services, forges,
+// deploy services, editors, dev containers, hook managers, coding agents
+// and directory-environment tools find what they run by themselves, with
+// the user's credentials, once a branch is pushed or checked out: a
+// workflow there would run the Researcher's code outside every sandbox.
 var (
-	automationDirs = []string{".github", ".gitlab", ".circleci", ".buildkite", ".azure-pipelines", ".woodpecker", ".tekton",
-		".husky", ".vscode", ".devcontainer", ".idea"}
-	automationFiles = []string{".gitlab-ci.yml", ".travis.yml", "Jenkinsfile", "azure-pipelines.yml", "bitbucket-pipelines.yml",
-		".drone.yml", ".woodpecker.yml", ".cirrus.yml", "appveyor.yml", ".appveyor.yml", "cloudbuild.yaml", "cloudbuild.yml",
-		".pre-commit-config.yaml", ".envrc", ".devcontainer.json"}
+	automationDirs = []string{
+		// CI services and forges.
+		".github", ".gitlab", ".gitea", ".forgejo", ".circleci", ".buildkite", ".azure-pipelines", ".woodpecker", ".tekton",
+		".semaphore", ".builds", ".harness", ".zuul.d", "zuul.d",
+		// Hook managers, editors, dev containers, coding agents.
+		".husky", ".vscode", ".devcontainer", ".idea", ".claude", ".cursor", ".gemini",
+	}
+	automationFiles = []string{
+		".gitlab-ci.yml", ".travis.yml", "Jenkinsfile", "azure-pipelines.yml", "bitbucket-pipelines.yml",
+		".drone.yml", ".drone.yaml", ".drone.jsonnet", ".drone.star", ".woodpecker.yml", ".woodpecker.yaml",
+		".cirrus.yml", ".cirrus.star", "appveyor.yml", ".appveyor.yml", "cloudbuild.yaml", "cloudbuild.yml", "cloudbuild.json",
+		".build.yml", "buildkite.yml", "buildkite.yaml", "buildspec.yml", "bitrise.yml", "codemagic.yaml", ".taskcluster.yml",
+		".zuul.yaml", ".readthedocs.yml", ".readthedocs.yaml", "netlify.toml", "vercel.json",
+		".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml", "lefthook-local.yml",
+		".overcommit.yml", ".huskyrc", ".envrc", ".envrc.local", ".devcontainer.json", ".mcp.json", ".aider.conf.yml",
+	}
 )
 
 // RunsOnItsOwn says whether the file p, slash-separated from the

@@ -51,6 +51,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"append-eval-log":             v1alpha1.VerdictNotImproved,
 	"candidate-plants-attributes": v1alpha1.VerdictNotImproved,
 	"assume-unchanged-eval":       v1alpha1.VerdictComplianceFailed,
+	"ci-forges":                   v1alpha1.VerdictComplianceFailed,
 	"ci-workflow":                 v1alpha1.VerdictComplianceFailed,
 	"clean-filter":                v1alpha1.VerdictComplianceFailed,
 	"daemon-train":                v1alpha1.VerdictNotImproved,
