@@ -1,6 +1,7 @@
 package round
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -58,8 +59,11 @@ func roundLedger(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatu
 			u.Others = append(u.Others, r)
 		}
 	}
+	early := slices.ContainsFunc(cr.Candidates, func(c v1alpha1.CandidateStatus) bool { return c.Base != "" })
 	for _, h := range st.History {
-		if h.Round == 0 && h.CompletionTime != nil && cr.StartTime != nil && cr.StartTime.Before(h.CompletionTime) {
+		// Times in the status are whole seconds: a round started in the
+		// second the baseline was measured may have started before it.
+		if early && h.Round == 0 && h.CompletionTime != nil && cr.StartTime != nil && !h.CompletionTime.Before(cr.StartTime) {
 			u.Others = append(u.Others, LedgerRound(h))
 		}
 	}

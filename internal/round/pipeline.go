@@ -12,10 +12,9 @@ import (
 // checked and go to the GPUs (the baseline's at once), the next round's
 // Researchers start, from the best code known then, in status.nextRound.
 // That round researches and is checked meanwhile, then waits until the
-// current round is done; when the
-// current round committed a new best, each of its checked candidates is
-// checked again, carried onto the new best by a three-way merge, and one
-// that conflicts is stale.
+// current round is done; when the current round committed a new best, each
+// of its checked candidates is checked again, carried onto the new best by
+// a three-way merge, and one that conflicts is stale.
 
 // withNext runs f on the round started early, which e.st.CurrentRound
 // holds meanwhile, so that the steps' code serves both rounds.
