@@ -666,12 +666,13 @@ func benchGoals(s benchSettings, gpus int, reports []cellReport) string {
 // cell c allow at the training budget with no overhead at all, its
 // research scaled as the stretch scales it: each round's candidates train
 // on GPUs of their own for the budget, and the GPUs wait only for research
-// that pipelining cannot hide, round 1's and what outlasts a training.
+// that pipelining cannot hide, what outlasts a training (for round 1, the
+// baseline's).
 func ceilingPerGPUHour(rounds int, c benchCell, train, budget time.Duration) float64 {
 	research := time.Duration(float64(c.research) * float64(budget) / float64(train))
 	wall := time.Duration(rounds) * (research + budget)
 	if c.pipeline {
-		wall = research + time.Duration(rounds)*max(research, budget)
+		wall = max(research-budget, 0) + time.Duration(rounds)*max(research, budget)
 	}
 	return float64(rounds) / wall.Hours()
 }
@@ -776,9 +777,10 @@ func TestBenchParallelAccounting(t *testing.T) {
 }
 
 // TestBenchCeiling checks the most experiments per GPU-hour that a number
-// of rounds allows: with the research as long as the training, three
-// pipelined rounds of a 5-minute budget take 20 minutes for 3 experiments
-// a GPU, and no number of rounds reaches 12.
+// of rounds allows: with the research no longer than the training, round
+// 1's hides behind the baseline's, and pipelined rounds of a 5-minute
+// budget take 5 minutes each, 12 experiments per GPU-hour; research longer
+// than the training is waited for, round 1's past the baseline's.
 func TestBenchCeiling(t *testing.T) {
 	const train = 10 * time.Second
 	cases := []struct {
@@ -786,11 +788,11 @@ func TestBenchCeiling(t *testing.T) {
 		cell   benchCell
 		want   float64
 	}{
-		{3, benchCell{pipeline: true, research: train}, 9},
+		{3, benchCell{pipeline: true, research: train}, 12},
 		{3, benchCell{pipeline: false, research: train}, 6},
-		{3, benchCell{pipeline: true, research: train / 2}, 3 / (17.5 / 60)},
-		{15, benchCell{pipeline: true, research: train}, 15 / (80.0 / 60)},
-		{15, benchCell{pipeline: true, research: 2 * train}, 15 / (160.0 / 60)},
+		{3, benchCell{pipeline: true, research: train / 2}, 12},
+		{15, benchCell{pipeline: true, research: train}, 12},
+		{15, benchCell{pipeline: true, research: 2 * train}, 15 / (155.0 / 60)},
 	}
 	for _, tc := range cases {
 		if got := ceilingPerGPUHour(tc.rounds, tc.cell, train, benchTrainingBudget); math.Abs(got-tc.want) > 1e-9 {
