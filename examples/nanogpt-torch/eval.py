@@ -18,13 +18,13 @@ attribute or hold a list or dict (which a fresh module makes harmless, but
 which no honest model needs), in any of its methods, nor have a forward
 hook, which calling it runs, nor name __setstate__ in its code, which
 loading runs (the archive is read for it before loading), nor hold a tensor
-that reaches past its data; the validation
-split is read before any of its code runs; and every batch is checked at
-split points drawn from the operating system's randomness, with the later
-bytes replaced by real text from another batch, which the model cannot tell
-from the batch it is scored on. A batch's rows lie far apart in the text,
-and a row must keep its logits in another place among other text, so that
-no row learns another's target.
+that reaches past its data; the validation split is read before any of its
+code runs; and every batch is checked at split points drawn from the
+operating system's randomness, with the later bytes replaced by real text
+from another batch, which the model cannot tell from the batch it is scored
+on. A batch's rows lie far apart in the text, and a row must keep its
+logits in another place among other text, so that no row learns another's
+target.
 """
 import io
 import math
@@ -51,9 +51,9 @@ CAUSALITY_ATOL = 1e-4
 # them would name: a list of what to refuse let through, in turn, a file
 # mapped in a forked function and in a context manager, the freed memory
 # torch.empty and resize_ hand back, and then the same through
-# Tensor.set_. Of an allowed aten operation, the
-# in-place form (name_) is allowed too: it writes only its own operand.
-# Some names are of later PyTorch versions than others.
+# Tensor.set_. Of an allowed aten operation, the in-place form (name_) is
+# allowed too: it writes only its own operand. Some names are of later
+# PyTorch versions than others.
 ALLOWED = {
     "prim": """Constant GetAttr ListConstruct ListUnpack TupleConstruct TupleUnpack TupleIndex
         NumToTensor If Loop RaiseException Uninitialized unchecked_cast isinstance dtype device
@@ -208,7 +208,8 @@ def check_extent(name, t):
     if t.numel() == 0:
         return
     last = t.storage_offset() + sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
-    if min(t.stride(), default=0) < 0 or (last + 1) * t.element_size() > t.storage().nbytes():
+    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    if min(t.stride(), default=0) < 0 or (last + 1) * t.element_size() > storage.nbytes():
         fail(f"the model's tensor {name} reaches past the data it holds; it must compute its logits from its input alone")
 
 
