@@ -65,6 +65,11 @@ the compliance result of ` + "`workspace check`" + ` given with --compliance.`,
 			if err := undumpable(); err != nil {
 				return fmt.Errorf("make the step wrapper undumpable: %w", err)
 			}
+			// In its pod the wrapper is the container's first process,
+			// which the command's processes may signal: one that a hangup,
+			// quit or user signal ended would leave its result unwritten,
+			// and what the command wrote there in its place.
+			signal.Ignore(syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			switch f.step {
