@@ -682,7 +682,7 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 		if err != nil {
 			return nil, err
 		}
-		mounts, stepEnv, err := l.stepMounts(ctx, run, cacheTrain)
+		mounts, stepEnv, err := l.stepMounts(ctx, run, cacheCandidate)
 		if err != nil {
 			return nil, err
 		}
@@ -719,7 +719,13 @@ func (l *Local) runTrain(ctx context.Context, a round.Action) (*round.Observatio
 	if err != nil {
 		return nil, err
 	}
-	mounts, stepEnv, err := l.stepMounts(ctx, run, cacheTrain)
+	cache := cacheCandidate
+	if a.Code == l.workspaceStatus().StartCommit {
+		// The user's own code, which no Researcher wrote, builds the cache
+		// that candidates' training starts from.
+		cache = cacheTrain
+	}
+	mounts, stepEnv, err := l.stepMounts(ctx, run, cache)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,13 +245,18 @@ type scratch struct{ tmp, cache string }
 
 // stepScratch makes the scratch of the step with checkout run: a fresh
 // temporary directory beside it, and the caches of its kind, which only
-// steps of one kind share — training's (and the parity check's), the
-// evaluation's, the holdout's — so that no training run leaves anything
-// in a cache that an evaluation reads. Training's and the holdout's are
-// the experiment's own. The evaluation's is shared with every experiment
-// of this user that has the same fixed files and evaluation command
-// (evalCache), which no other kind of step and no Researcher writes: an
-// evaluation builds what the one before built.
+// steps of one kind share — training's, the evaluation's, the holdout's —
+// so that no training run leaves anything in a cache that an evaluation
+// reads. Training's and the holdout's are the experiment's own. The
+// evaluation's is shared with every experiment of this user that has the
+// same fixed files and evaluation command (evalCache), which no other
+// kind of step and no Researcher writes: an evaluation builds what the one
+// before built. Training's is written only by training of the code the
+// experiment started from: a step that runs a candidate's code
+// (cacheCandidate) gets a copy of it beside its checkout, which nothing
+// after it reads, since what such a step writes there — a compiled
+// program's cached executable changed in place — a later round's training
+// would run for code that does not hold it.
 func (l *Local) stepScratch(run, kind string) (scratch, error) {
 	s := scratch{tmp: run + ".tmp", cache: filepath.Join(l.ws.StateDir(), "cache", kind)}
 	switch kind {
@@ -259,14 +266,77 @@ func (l *Local) stepScratch(run, kind string) (scratch, error) {
 		if root, err := sharedCacheRoot(); err == nil {
 			s.cache = filepath.Join(root, cacheEval, l.evalCache())
 		}
+	case cacheCandidate:
+		s.cache = run + ".cache"
 	}
-	if err := os.RemoveAll(s.tmp); err != nil {
-		return s, err
+	for _, dir := range []string{s.tmp, run + ".cache"} {
+		if err := os.RemoveAll(dir); err != nil {
+			return s, err
+		}
 	}
 	if err := os.MkdirAll(s.tmp, 0o700); err != nil {
 		return s, err
 	}
+	if kind == cacheCandidate {
+		return s, copyCache(filepath.Join(l.ws.StateDir(), "cache", cacheTrain), s.cache)
+	}
 	return s, os.MkdirAll(s.cache, 0o700)
+}
+
+// copyCache copies the directories and regular files of the cache from
+// into to, a new directory; from may be missing.
+func copyCache(from, to string) error {
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		return err
+	}
+	// Training of the start may write the cache meanwhile (a round
+	// started early checks its candidates' kernels while the baseline
+	// trains): what it removes in the while is not copied.
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || path == from {
+			return err
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		dest := filepath.Join(to, rel)
+		switch {
+		case d.IsDir():
+			return os.Mkdir(dest, 0o700)
+		case d.Type().IsRegular():
+			return copyFile(path, dest)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm()|0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Close())
 }
 
 // scratchEnv points a step's tools at its scratch s: temporary files, Go's
@@ -310,6 +380,9 @@ const (
 	cacheTrain   = "train"
 	cacheEval    = "eval"
 	cacheHoldout = "holdout"
+	// cacheCandidate is training's cache for a step that runs a
+	// candidate's code: a copy of its own (stepScratch).
+	cacheCandidate = "candidate"
 )
 
 // hiding adds to mounts the user's credentials hidden (credentialMounts)

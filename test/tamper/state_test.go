@@ -1,0 +1,63 @@
+package tamper
+
+import (
+	"maps"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
+)
+
+// TestStateAttacks runs the attacks in attacks-state/, each a Researcher of
+// two rounds whose first round, rolled back, leaves something that outlives
+// the rollback for the second to be measured with. The second round's code
+// gives the baseline's 10 when run anew: it must be measured so, not
+// improved, and not fail either, which would say nothing of the attack.
+func TestStateAttacks(t *testing.T) {
+	scripts, err := filepath.Glob("attacks-state/*.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scripts {
+		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+		t.Run(name, func(t *testing.T) {
+			script, err := filepath.Abs(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := maps.Clone(Toy)
+			files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 2
+  baseline: {value: "10"}
+  fixed: {files: [eval.sh, check/main.go, golden/], timeLimit: 30s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: score, direction: maximize, command: "./eval.sh"}
+  researcher: {command: "sh ` + script + `"}
+`
+			repo := filepath.Join(t.TempDir(), "repo")
+			st, log := runRepo(t, repo, files)
+			var second v1alpha1.Verdict
+			for _, h := range st.History {
+				t.Logf("round %d%s: %s %s (%s)", h.Round, h.Candidate, h.Verdict, h.Value, h.Insight)
+				if h.Round == 2 {
+					second = h.Verdict
+				}
+			}
+			if second != v1alpha1.VerdictNotImproved {
+				t.Errorf("round 2: %q, want %q\n%s", second, v1alpha1.VerdictNotImproved, log)
+			}
+			if st.Best == nil || st.Best.Value != "10" {
+				t.Errorf("best %+v; want the baseline's 10\n%s", st.Best, log)
+				t.Logf("kept branch:\n%s", gittest.Git(t, repo, "diff", st.Workspace.StartCommit, "refs/heads/autoresearch/toy", "--", ".", ":!experiences.md", ":!results.tsv"))
+			}
+		})
+	}
+}
