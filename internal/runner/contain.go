@@ -149,7 +149,11 @@ exit $?`
 // The init enters its directory again, by path: the one it started in is
 // under the mounts, and a relative path from it would go around them. The
 // command then runs without the power to undo them (dropMountPower fills
-// in how).
+// in how). A veil hides a directory but what the keeps before it name
+// inside it: each keep is bound aside first, into the step's /dev/shm, the
+// veil mounts an empty tmpfs on the directory, the keeps are moved back to
+// their paths in it, made there, and the tmpfs is made read-only: nothing
+// else of the directory, not even a name, is left in the step's sight.
 const nsMountInit = `readonly_machine() {
 	mounts=$(findmnt -rn -o TARGET,VFS-OPTIONS) || return 1
 	while read -r target opts; do
@@ -161,6 +165,25 @@ const nsMountInit = `readonly_machine() {
 	MOUNTS
 	machine=1
 	own_kernel
+}
+keep() {
+	kept=$((kept + 1))
+	aside=/dev/shm/.kept-$kept
+	if [ -d "$1" ]; then mkdir -- "$aside"; else : >"$aside"; fi &&
+		mount --rbind -- "$1" "$aside" &&
+		eval "keep_$kept=\$1"
+}
+veil() {
+	mount -t tmpfs -o nosuid,nodev,mode=755,size=1m tmpfs "$1" || return 1
+	while [ "$kept" -gt 0 ]; do
+		aside=/dev/shm/.kept-$kept
+		eval "path=\$keep_$kept"
+		case $path in "$1"/*) ;; *) echo "autoresearch: $path lies outside the veiled $1" >&2; return 1 ;; esac
+		if [ -d "$aside" ]; then mkdir -p -- "$path"; else mkdir -p -- "${path%%/*}" && : >"$path"; fi &&
+			mount -n --move -- "$aside" "$path" && rm -d -- "$aside" || return 1
+		kept=$((kept - 1))
+	done
+	mount -o remount,ro -- "$1"
 }
 gone() {
 	now=$(findmnt -rn -o TARGET) || return 1
@@ -197,12 +220,15 @@ own_kernel() {
 }
 cmd=$1
 shift
+kept=0
 while [ $# -gt 1 ]; do
 	mode=$1 src=$2
 	case $1 in hide:*) mode=ro src=${1#hide:} ;; esac
 	case $mode in
 	machine) readonly_machine ;;
 	pin) mount --rbind -- "$2" "$2" ;;
+	keep) keep "$2" ;;
+	veil) veil "$2" ;;
 	*)
 		# A writable directory comes with the mounts below it (a
 		# separate file system holding the experiment under /tmp), as
@@ -246,6 +272,14 @@ type Mount struct {
 	// nothing changes but that Path is a mount point, which the step can
 	// neither move nor remove.
 	Pin bool
+	// Veil hides the directory Path, but what the Keep mounts just before
+	// it name inside it: the step sees an empty, read-only directory there,
+	// with only the kept paths in it, as they were. It needs the machine's
+	// mount first.
+	Veil bool
+	// Keep is a path inside the next Veil's directory that stays in the
+	// step's sight.
+	Keep bool
 }
 
 // theMachine is the Mount that makes the machine read-only to a step.
@@ -268,6 +302,10 @@ func (c containment) argv(command string, mounts []Mount) []string {
 			mode = "machine"
 		case m.Pin:
 			mode = "pin"
+		case m.Veil:
+			mode = "veil"
+		case m.Keep:
+			mode = "keep"
 		case m.Hide != "":
 			mode = "hide:" + m.Hide
 		case m.ReadOnly:

@@ -205,7 +205,8 @@ func (l *Local) stepMounts(ctx context.Context, run, kind string) (mounts []Moun
 		return nil, nil, err
 	}
 	mounts, err = l.hiding(mounts)
-	return mounts, env, err
+	// What lies in the worktree is hidden with it already (veilWorktree).
+	return slices.DeleteFunc(mounts, func(m Mount) bool { return m.Hide != "" && inside(m.Path, l.ws.Root) }), env, err
 }
 
 // experimentMounts are stepMounts without the holdout hidden, and with
@@ -228,7 +229,15 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 			mounts = append(mounts, Mount{Path: p})
 		}
 	}
-	for _, p := range append([]string{l.x.Repo, common, l.ws.Root}, readOnly...) {
+	for _, p := range []string{l.x.Repo, common} {
+		mounts = append(mounts, Mount{Path: p, ReadOnly: true})
+	}
+	veil, err := l.veilWorktree(run, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	mounts = append(mounts, veil...)
+	for _, p := range readOnly {
 		mounts = append(mounts, Mount{Path: p, ReadOnly: true})
 	}
 	return append(mounts,
@@ -236,6 +245,36 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 		Mount{Path: s.tmp},
 		Mount{Path: s.cache},
 	), scratchEnv(s), nil
+}
+
+// veilWorktree hides the worktree from a step that runs the experiment's
+// code, but the step's own checkout and scratch, and the worktree's .git
+// file, by which git finds the repository from the checkout: the
+// Researcher writes the worktree, and what it leaves there outside the
+// candidate — a file git ignores, which the seal leaves out; its round's
+// directory; the copies of the candidates of rounds started early — the
+// step would read by path, and a kept commit would then not give the
+// measured number anywhere else. The rest of the supervisor's state is
+// hidden with it, but the empty file and directory that hiding binds.
+func (l *Local) veilWorktree(run string, s scratch) ([]Mount, error) {
+	empty, emptyDir, err := l.hidden()
+	if err != nil {
+		return nil, err
+	}
+	var keeps []string
+	for _, p := range []string{run, s.tmp, s.cache, filepath.Join(l.ws.Root, ".git"), empty, emptyDir} {
+		if !inside(p, l.ws.Root) || slices.ContainsFunc(keeps, func(k string) bool { return inside(p, k) }) {
+			continue
+		}
+		if _, err := os.Lstat(p); err == nil {
+			keeps = append(keeps, p)
+		}
+	}
+	var mounts []Mount
+	for _, p := range keeps {
+		mounts = append(mounts, Mount{Path: p, Keep: true})
+	}
+	return append(mounts, Mount{Path: l.ws.Root, Veil: true}), nil
 }
 
 // scratch is where a step that runs the experiment's code writes besides

@@ -11,10 +11,11 @@ import (
 )
 
 // TestStateAttacks runs the attacks in attacks-state/, each a Researcher of
-// two rounds whose first round, rolled back, leaves something that outlives
-// the rollback for the second to be measured with. The second round's code
-// gives the baseline's 10 when run anew: it must be measured so, not
-// improved, and not fail either, which would say nothing of the attack.
+// two rounds whose second round's training reads something its candidate
+// does not hold: what the rolled-back first round left behind, or what the
+// Researcher left beside the candidate. The second round's code gives the
+// baseline's 10 when run anew: it must be measured so, not improved, and
+// not fail either, which would say nothing of the attack.
 func TestStateAttacks(t *testing.T) {
 	scripts, err := filepath.Glob("attacks-state/*.sh")
 	if err != nil {
