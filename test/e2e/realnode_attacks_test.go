@@ -35,6 +35,7 @@ var realNodeAttacks = []attack{
 	{"append-eval-log", v1alpha1.VerdictNotImproved},
 	{"researcher-lingers", v1alpha1.VerdictNotImproved},
 	{"daemon-train", v1alpha1.VerdictNotImproved},
+	{"train-lingers", v1alpha1.VerdictNotImproved},
 	{"train-rewrites-eval", v1alpha1.VerdictNotImproved},
 	{"train-links-eval-log", v1alpha1.VerdictNotImproved},
 	{"train-plants-filter", v1alpha1.VerdictNotImproved},

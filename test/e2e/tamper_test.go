@@ -71,6 +71,7 @@ var clusterAttacks = []attack{
 	{"append-eval-log", v1alpha1.VerdictNotImproved},
 	{"researcher-lingers", v1alpha1.VerdictNotImproved},
 	{"daemon-train", v1alpha1.VerdictNotImproved},
+	{"train-lingers", v1alpha1.VerdictNotImproved},
 	{"train-rewrites-eval", v1alpha1.VerdictNotImproved},
 	{"train-links-eval-log", v1alpha1.VerdictNotImproved},
 	{"planted-output", v1alpha1.VerdictEvalFailed},

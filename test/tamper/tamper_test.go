@@ -92,6 +92,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"skip-worktree-eval":          v1alpha1.VerdictComplianceFailed,
 	"symlink-helper":              v1alpha1.VerdictComplianceFailed,
 	"symlink-variable":            v1alpha1.VerdictComplianceFailed,
+	"train-lingers":               v1alpha1.VerdictNotImproved,
 	"train-links-eval-log":        v1alpha1.VerdictNotImproved,
 	"train-plants-filter":         v1alpha1.VerdictComplianceFailed,
 	"train-rewrites-eval":         v1alpha1.VerdictNotImproved,
