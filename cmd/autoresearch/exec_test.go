@@ -349,18 +349,36 @@ func readTestFile(t *testing.T, path string) string {
 // TestExecMakesItselfUndumpable: the step wrapper runs beside candidate
 // code as the same user (kernel parity, training), which must not trace it
 // nor reach its memory or descriptors through /proc to change the result
-// it writes.
+// it writes. exec runs in a process of its own here, as this one is
+// undumpable once a test has run exec or the agent in it.
 func TestExecMakesItselfUndumpable(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("PR_SET_DUMPABLE is Linux's")
 	}
-	dir := t.TempDir()
-	if _, err := execute(t, "exec", "--step", "train", "--round", "1", "--workdir", dir, "--timeout", "10s",
-		"--log", filepath.Join(dir, "train.log"), "--result", filepath.Join(dir, "result"), "--", "true"); err != nil {
-		t.Fatal(err)
+	if os.Getenv("AUTORESEARCH_TEST_EXEC_PROCESS") == "1" {
+		before, err := dumpable()
+		fmt.Printf("before: dumpable=%t err=%v\n", before, err)
+		dir := t.TempDir()
+		if _, err := execute(t, "exec", "--step", "train", "--round", "1", "--workdir", dir, "--timeout", "10s",
+			"--log", filepath.Join(dir, "train.log"), "--result", filepath.Join(dir, "result"), "--", "true"); err != nil {
+			t.Fatal(err)
+		}
+		d, err := dumpable()
+		fmt.Printf("after: dumpable=%t err=%v\n", d, err)
+		return
 	}
-	if d, err := dumpable(); err != nil || d {
-		t.Errorf("after exec the process is dumpable: %t (%v)", d, err)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestExecMakesItselfUndumpable$", "-test.v")
+	cmd.Env = append(os.Environ(), "AUTORESEARCH_TEST_EXEC_PROCESS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// A process that starts undumpable would prove nothing.
+	if !strings.Contains(string(out), "before: dumpable=true err=<nil>") {
+		t.Fatalf("the test process was not dumpable before exec ran:\n%s", out)
+	}
+	if !strings.Contains(string(out), "after: dumpable=false err=<nil>") {
+		t.Errorf("after exec the process is dumpable:\n%s", out)
 	}
 }
 
