@@ -127,15 +127,15 @@ func TestTimeoutSendsSIGTERMThenSIGKILL(t *testing.T) {
 			}
 
 			file := filepath.Join(t.TempDir(), "written")
-			// Killed after the grace, well before the command would end.
+			// Killed after the grace, before the command would end: one
+			// that outlasted the kill would exit 0 and write the file.
 			p.Command = "trap '' TERM; sleep 4; echo x > " + file
 			p.KillGrace = 300 * time.Millisecond
-			start := time.Now()
 			if exit, _, err = p.RunOutput(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if !exit.TimedOut || exit.ExitCode != 128+9 || time.Since(start) > 3500*time.Millisecond {
-				t.Errorf("exit %+v after %s, want killed after the grace", exit, time.Since(start))
+			if !exit.TimedOut || exit.ExitCode != 128+9 {
+				t.Errorf("exit %+v, want killed after the grace", exit)
 			}
 			neverWritten(t, file, 5*time.Second)
 		})
