@@ -72,7 +72,9 @@ func TestPythonAttacks(t *testing.T) {
 				}
 			}
 			st, log := runRepo(t, repo, files)
-			roundOneVerdict(t, st.History, v1alpha1.VerdictComplianceFailed)
+			if roundOneVerdict(t, st.History, v1alpha1.VerdictComplianceFailed) == "" {
+				t.Fatalf("the run judged no round 1\n%s", log)
+			}
 			if st.Best == nil || st.Best.Value != "10" {
 				t.Errorf("best %+v, want the baseline's 10\n%s", st.Best, log)
 			}

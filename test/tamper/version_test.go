@@ -121,7 +121,9 @@ func versionAttack(t *testing.T, name, s string, want v1alpha1.Verdict) {
 	files := maps.Clone(toy.files)
 	files["experiment.yaml"] = toy.experiment("sh "+script, marker)
 	st, log := runRepo(t, filepath.Join(dir, "repo"), files)
-	roundOneVerdict(t, st.History, want)
+	if roundOneVerdict(t, st.History, want) == "" {
+		t.Fatalf("the run judged no round 1\n%s", log)
+	}
 	if st.Best == nil || st.Best.Value != toy.baseline {
 		t.Errorf("best %+v, want the baseline's %s\n%s", st.Best, toy.baseline, log)
 	}
