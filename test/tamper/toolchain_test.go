@@ -20,21 +20,24 @@ import (
 // Without mounts the same attack gets its 99, which is why the runner
 // warns there.
 func TestToolchainAttacks(t *testing.T) {
-	runAttacks(t, "attacks-toolchain", "99")
+	runAttacks(t, "attacks-toolchain", "99", false)
 }
 
 // TestPathAttacks runs the attacks in attacks-path/, which change where
 // the evaluation's python3 is found on the PATH: a directory on it that
 // does not exist, a link on it. The steps' PATH is fixed, resolved, when
-// the run starts, so that none gets its 99, with mounts or without.
+// the run starts, so that none gets its 99, with mounts or without; without
+// them, the attack does change the PATH's directories.
 func TestPathAttacks(t *testing.T) {
-	runAttacks(t, "attacks-path", "10")
+	runAttacks(t, "attacks-path", "10", true)
 }
 
 // runAttacks runs each attack script in dir as the Researcher of one round,
 // with read-only mounts where this machine has them, where the best must
-// stay the baseline's 10, and without, where it must be withoutMounts.
-func runAttacks(t *testing.T, dir, withoutMounts string) {
+// stay the baseline's 10, and without, where it must be withoutMounts and,
+// where changesThePath, the attack must have changed a directory of the
+// PATH.
+func runAttacks(t *testing.T, dir, withoutMounts string, changesThePath bool) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("no python3 on PATH")
@@ -57,7 +60,10 @@ func runAttacks(t *testing.T, dir, withoutMounts string) {
 		})
 		t.Run(name+"/without-mounts", func(t *testing.T) {
 			defer runner.WithoutMounts()()
-			runToolchainAttack(t, python, script, withoutMounts)
+			changed := runToolchainAttack(t, python, script, withoutMounts)
+			if changesThePath && !changed {
+				t.Error("without mounts the attack changed no directory of the PATH: it no longer attacks")
+			}
 		})
 	}
 }
@@ -68,8 +74,9 @@ func runAttacks(t *testing.T, dir, withoutMounts string) {
 // directory of tools, as in a home, which also holds two entries of the
 // PATH before it: $ABSENT, which does not exist, and $LINK, a link to the
 // environment's bin directory, through which the PATH reaches it.
-// $EVAL_PYTHON is the interpreter.
-func runToolchainAttack(t *testing.T, python, script, want string) {
+// $EVAL_PYTHON is the interpreter. It returns whether, after the run,
+// $ABSENT holds a python3 or $LINK points elsewhere.
+func runToolchainAttack(t *testing.T, python, script, want string) bool {
 	keepCorePattern(t)
 	dir := t.TempDir()
 	tools := filepath.Join(dir, "tools")
@@ -102,6 +109,9 @@ func runToolchainAttack(t *testing.T, python, script, want string) {
 	if len(planted) > 0 && want != "99" {
 		t.Errorf("planted %v; want a .pth file in the interpreter only where the attack got its 99", planted)
 	}
+	_, err = os.Lstat(filepath.Join(absent, "python3"))
+	target, _ := os.Readlink(link)
+	return err == nil || target != filepath.Join(venv, "bin")
 }
 
 // keepCorePattern puts the kernel's core pattern back after the test, if
