@@ -516,6 +516,7 @@ func TestStepsCannotWriteWhatIsNotTheirs(t *testing.T) {
         content: |
           gd=$(git rev-parse --path-format=absolute --git-common-dir)
           state=$(git rev-parse --show-toplevel)/.autoresearch
+          echo "$MARK writes the git directory $gd and the state directory $state"
           echo "$MARK" > "$gd/forged-by-$MARK"
           echo "$MARK" > "$(dirname "$gd")/forged-by-$MARK"
           echo "$MARK" > "$state/forged-by-$MARK"
@@ -539,10 +540,16 @@ func TestStepsCannotWriteWhatIsNotTheirs(t *testing.T) {
 		t.Errorf("verdicts %v, want the round improved\n%s", verdicts(ledger(t, x)), out)
 	}
 	state := x.StateDir()
-	if log := readFile(t, filepath.Join(state, "round-1", "train.log")); !strings.Contains(log, "Read-only file system") {
+	gitDir := filepath.Join(repo, ".git")
+	log := readFile(t, filepath.Join(state, "round-1", "train.log"))
+	// Training found what it writes: the checks below fail where a
+	// write was tried, not where git left its targets empty.
+	if want := "train writes the git directory " + gitDir + " and the state directory " + state + "\n"; !strings.Contains(log, want) {
+		t.Errorf("training's log has no %q:\n%s", want, log)
+	}
+	if !strings.Contains(log, "Read-only file system") {
 		t.Errorf("training's writes did not fail as read-only:\n%s", log)
 	}
-	gitDir := filepath.Join(repo, ".git")
 	// The Researcher may write its worktree and its round's directory.
 	for _, f := range []string{filepath.Join(x.Worktree, "forged-by-researcher"), filepath.Join(state, "round-1", "written-by-researcher")} {
 		if _, err := os.Stat(f); err != nil {
