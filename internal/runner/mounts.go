@@ -249,8 +249,9 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 
 // veilWorktree hides the worktree from a step that runs the experiment's
 // code, but the step's own checkout and scratch, and the worktree's .git
-// file, by which git finds the repository from the checkout: the
-// Researcher writes the worktree, and what it leaves there outside the
+// file, which names the repository to the tools that look above the
+// checkout for one (Go stamps its builds so): the Researcher writes the
+// worktree, and what it leaves there outside the
 // candidate — a file git ignores, which the seal leaves out; its round's
 // directory; the copies of the candidates of rounds started early — the
 // step would read by path, and a kept commit would then not give the
