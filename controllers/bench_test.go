@@ -1,12 +1,16 @@
 package controllers
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -23,6 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -90,49 +96,8 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	m := startManagerWith(b, managerCfg)
 	defer m.stop()
 
-	k := &benchKubelet{ns: ns, step: step, finished: map[string]time.Time{}, work: make(chan benchChild, 100000), done: make(chan struct{})}
-	// The benchmark's own informers watch the children's metadata alone,
-	// and read a child whole only to end it, so that the memory the
-	// benchmark reports is mostly the manager's.
-	informers, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}, DefaultTransform: cache.TransformStripManagedFields()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, obj := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
-		gvk, err := apiutil.GVKForObject(obj, scheme)
-		if err != nil {
-			b.Fatal(err)
-		}
-		meta := &metav1.PartialObjectMetadata{}
-		meta.SetGroupVersionKind(gvk)
-		inf, err := informers.GetInformer(ctx, meta)
-		if err != nil {
-			b.Fatal(err)
-		}
-		added := func(o any) {
-			if m, ok := o.(*metav1.PartialObjectMetadata); ok {
-				k.added(benchChild{meta: m, kind: obj})
-			}
-		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: added}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	go func() { _ = informers.Start(ctx) }()
-	informers.WaitForCacheSync(ctx)
-	var workers sync.WaitGroup
-	for range 8 {
-		workers.Go(func() {
-			for {
-				select {
-				case c := <-k.work:
-					k.finish(ctx, b, c)
-				case <-k.done:
-					return
-				}
-			}
-		})
-	}
+	k := startKubeletProcess(b, ns, step)
+	defer k.stop()
 
 	b.ResetTimer()
 	start, cpuStart := time.Now(), cpuTime()
@@ -173,12 +138,7 @@ func benchmarkOperator(b *testing.B, n int, rounds int32, step time.Duration) {
 	elapsed, cpu := time.Since(start), cpuTime()-cpuStart
 	b.StopTimer()
 	writeHeapProfile(b)
-	close(k.done)
-	workers.Wait()
-
-	k.mu.Lock()
-	lat := slices.Clone(k.latencies)
-	k.mu.Unlock()
+	lat := k.stop()
 	slices.Sort(lat)
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
@@ -275,14 +235,168 @@ func writeHeapProfile(b *testing.B) {
 	}
 }
 
-// cpuTime is the CPU time this process, which holds the manager and the
-// benchmark's kubelet, has used so far.
+// cpuTime is the CPU time this process, which holds the manager, has
+// used so far.
 func cpuTime() time.Duration {
 	var u syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
 		return 0
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// The benchmark's kubelet runs in a process of its own, so that the
+// memory and CPU the benchmark reports are the manager's: this test binary
+// again, given a kubeconfig, the namespace and the step's time, running
+// BenchmarkSimulatedKubelet alone.
+const (
+	benchKubeletConfig    = "AUTORESEARCH_BENCH_KUBECONFIG"
+	benchKubeletNamespace = "AUTORESEARCH_BENCH_NAMESPACE"
+	benchKubeletStep      = "AUTORESEARCH_BENCH_STEP"
+	benchKubeletLatencies = "AUTORESEARCH_BENCH_LATENCIES"
+)
+
+// kubeletProcess is the benchmark's kubelet, in its process.
+type kubeletProcess struct {
+	b         *testing.B
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	latencies string
+	stopped   []time.Duration
+}
+
+// startKubeletProcess starts the kubelet of the experiments in ns, whose
+// steps take step, and waits until it watches them.
+func startKubeletProcess(b *testing.B, ns string, step time.Duration) *kubeletProcess {
+	dir := b.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	user := &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	config := clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"envtest": {Server: cfg.Host, CertificateAuthorityData: cfg.CAData}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"envtest": user},
+		Contexts:       map[string]*clientcmdapi.Context{"envtest": {Cluster: "envtest", AuthInfo: "envtest"}},
+		CurrentContext: "envtest",
+	}
+	if err := clientcmd.WriteToFile(config, kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	k := &kubeletProcess{b: b, latencies: filepath.Join(dir, "latencies.json")}
+	k.cmd = exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkSimulatedKubelet$", "-test.benchtime=1x")
+	k.cmd.Env = append(os.Environ(), benchKubeletConfig+"="+kubeconfig, benchKubeletNamespace+"="+ns,
+		benchKubeletStep+"="+step.String(), benchKubeletLatencies+"="+k.latencies)
+	k.cmd.Stderr = os.Stderr
+	stdout, err := k.cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if k.stdin, err = k.cmd.StdinPipe(); err != nil {
+		b.Fatal(err)
+	}
+	if err := k.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() && lines.Text() != kubeletReady {
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return k
+}
+
+// kubeletReady is what the kubelet's process prints once it watches.
+const kubeletReady = "kubelet ready"
+
+// stop ends the kubelet once, and returns its handoff latencies.
+func (k *kubeletProcess) stop() []time.Duration {
+	if k.cmd == nil {
+		return k.stopped
+	}
+	cmd := k.cmd
+	k.cmd = nil
+	_ = k.stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		k.b.Fatalf("the benchmark's kubelet: %v", err)
+	}
+	data, err := os.ReadFile(k.latencies)
+	if err != nil {
+		k.b.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &k.stopped); err != nil {
+		k.b.Fatal(err)
+	}
+	return k.stopped
+}
+
+// BenchmarkSimulatedKubelet is the benchmark's kubelet, which
+// startKubeletProcess runs in a process of its own: it ends every child
+// step of the experiments in its namespace a step's time after it
+// appears, until its standard input closes, and then writes the handoff
+// latencies it saw.
+func BenchmarkSimulatedKubelet(b *testing.B) {
+	ns := os.Getenv(benchKubeletNamespace)
+	if ns == "" {
+		b.Skip("the operator's benchmarks run it in a process of their own")
+	}
+	step, err := time.ParseDuration(os.Getenv(benchKubeletStep))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := &benchKubelet{ns: ns, step: step, finished: map[string]time.Time{}, work: make(chan benchChild, 100000), done: make(chan struct{})}
+	// The kubelet's informers watch the children's metadata alone, and
+	// read a child whole only to end it.
+	informers, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}, DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, obj := range []client.Object{&corev1.Pod{}, &batchv1.Job{}} {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			b.Fatal(err)
+		}
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(gvk)
+		inf, err := informers.GetInformer(ctx, meta)
+		if err != nil {
+			b.Fatal(err)
+		}
+		added := func(o any) {
+			if m, ok := o.(*metav1.PartialObjectMetadata); ok {
+				k.added(benchChild{meta: m, kind: obj})
+			}
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: added}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	go func() { _ = informers.Start(ctx) }()
+	informers.WaitForCacheSync(ctx)
+	var workers sync.WaitGroup
+	for range 8 {
+		workers.Go(func() {
+			for {
+				select {
+				case c := <-k.work:
+					k.finish(ctx, b, c)
+				case <-k.done:
+					return
+				}
+			}
+		})
+	}
+	fmt.Println(kubeletReady)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	close(k.done)
+	workers.Wait()
+	k.mu.Lock()
+	data, err := json.Marshal(k.latencies)
+	k.mu.Unlock()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(os.Getenv(benchKubeletLatencies), data, 0o600); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // benchKubelet ends every child step after it appears.

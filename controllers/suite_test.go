@@ -15,6 +15,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,6 +53,19 @@ func TestMain(m *testing.M) {
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		panic(err)
+	}
+	if kubeconfig := os.Getenv(benchKubeletConfig); kubeconfig != "" {
+		// The benchmark's kubelet, in a process of its own, on the API
+		// server of the benchmark that started it.
+		var err error
+		if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			panic(err)
+		}
+		cfg.QPS, cfg.Burst = 1000, 2000
+		if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+			panic(err)
+		}
+		os.Exit(m.Run())
 	}
 	assets, err := envtestAssets()
 	if err != nil {
