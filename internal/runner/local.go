@@ -613,6 +613,10 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	if err != nil {
 		return nil, err
 	}
+	state, err := os.Stat(l.ws.StateDir())
+	if err != nil {
+		return nil, err
+	}
 	exit, err := Process{
 		Command: l.spec.Researcher.Command,
 		Dir:     l.ws.Dir,
@@ -634,6 +638,13 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 	}.Run(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// The state directory lies in the worktree, which the Researcher
+	// writes: one that moved it aside and put a copy at its path would
+	// have the supervisor go on with state of its making. The mounts pin
+	// it; without them the run stops here.
+	if now, err := os.Lstat(l.ws.StateDir()); err != nil || !os.SameFile(state, now) {
+		return nil, fmt.Errorf("the supervisor's state directory %s is not the one round %d's Researcher started with: the Researcher moved or replaced it, and the run stops rather than go on with what it holds now", l.ws.StateDir(), a.Round)
 	}
 	strategy, err := supervisor.FinishResearch(ctx, l.ws, a.Round, l.ws.StateDir(), saved)
 	if err != nil {

@@ -143,14 +143,25 @@ func (l *Local) researcherMachine() []Mount {
 }
 
 // pinned adds to a Researcher's mounts a pin (Mount.Pin) of every
-// directory between one it writes and the path of a mount: a directory
-// that holds mount points can be moved, mounts and all, and a Researcher
-// that moved the one holding a tool, the repository, the worktree or the
-// holdout would put a copy of its own at their paths, which the steps
-// and the supervisor then use. The pins come last, shallowest first, and
-// keep every mount below them as it is.
+// directory between one it writes — its home, the temporary directories,
+// and what its mounts make writable, the worktree among them — and the
+// path of a mount: a directory that holds mount points can be moved,
+// mounts and all, and a Researcher that moved the one holding a tool, the
+// repository, the worktree, the holdout or the supervisor's state (in the
+// worktree's experiment directory, which the Researcher writes) would put
+// a copy of its own at their paths, which the steps and the supervisor
+// then use. The pins come last, shallowest first, and keep every mount
+// below them as it is.
 func (l *Local) pinned(mounts []Mount) []Mount {
 	writable := resolvedWritable(l.home)
+	for _, m := range mounts {
+		if m.Machine || m.ReadOnly || m.Hide != "" || m.Pin || m.Keep || m.Veil {
+			continue
+		}
+		if p, err := filepath.EvalSymlinks(m.Path); err == nil {
+			writable = append(writable, p)
+		}
+	}
 	var pins []string
 	for _, m := range mounts {
 		p, err := filepath.EvalSymlinks(m.Path)

@@ -1,0 +1,128 @@
+package tamper
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/gittest"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/runner"
+)
+
+// TestSubdirAttacks runs the attacks in attacks-subdir/ on the toy kept in
+// a subdirectory (exp/) of its repository, where the supervisor's state
+// lies in exp/.autoresearch of the worktree. With read-only mounts the
+// best must stay the baseline's 10, which every candidate's code gives when
+// run anew; without them, where the Researcher writes the state directory,
+// one it moved stops the run.
+func TestSubdirAttacks(t *testing.T) {
+	scripts, err := filepath.Glob("attacks-subdir/*.sh")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no attacks: %v", err)
+	}
+	for _, s := range scripts {
+		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+		script, err := filepath.Abs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			if !runner.ReadOnlyMounts() {
+				t.Skip("steps get no read-only mounts here: " + runner.MountsWarning())
+			}
+			repo, st, log, err := runSubdir(t, script)
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, log)
+			}
+			var first v1alpha1.Verdict
+			for _, h := range st.History {
+				t.Logf("round %d%s: %s %s (%s)", h.Round, h.Candidate, h.Verdict, h.Value, h.Insight)
+				if h.Round == 1 {
+					first = h.Verdict
+				}
+			}
+			// Trained and evaluated, which says that the attack ran.
+			if first != v1alpha1.VerdictNotImproved {
+				t.Errorf("round 1: %q, want %q", first, v1alpha1.VerdictNotImproved)
+			}
+			if st.Best == nil || st.Best.Value != "10" {
+				t.Errorf("best %+v; want the baseline's 10\n%s", st.Best, log)
+				t.Logf("kept branch:\n%s", gittest.Git(t, repo, "diff", st.Workspace.StartCommit, "refs/heads/autoresearch/toy", "--", ".", ":!exp/experiences.md", ":!exp/results.tsv"))
+			}
+		})
+		t.Run(name+" without mounts", func(t *testing.T) {
+			defer runner.WithoutMounts()()
+			_, _, log, err := runSubdir(t, script)
+			if err == nil || !strings.Contains(err.Error(), "state directory") {
+				t.Errorf("run: %v, want it stopped for the moved state directory\n%s", err, log)
+			}
+		})
+	}
+}
+
+// runSubdir runs the toy from exp/ of its repository with script as the
+// Researcher, for one round.
+func runSubdir(t *testing.T, script string) (string, v1alpha1.AutoResearchStatus, string, error) {
+	t.Helper()
+	files := map[string]string{}
+	for k, v := range Toy {
+		files["exp/"+k] = v
+	}
+	files["exp/experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: 1
+  baseline: {value: "10"}
+  fixed: {files: [eval.sh, check/main.go, golden/], timeLimit: 30s}
+  variable: {files: [train.sh]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: score, direction: maximize, command: "./eval.sh"}
+  researcher: {command: "sh ` + script + `"}
+`
+	// The repository and the worktree beside it lie outside the temporary
+	// directories, as a user's projects do: every directory between a
+	// temporary directory, which the Researcher writes, and a mount is
+	// pinned anyway.
+	repo := filepath.Join(outsideTheTemporaryDirectories(t), "repo")
+	gittest.WriteFiles(t, repo, files)
+	gittest.Git(t, repo, "init", "-q", "-b", "main")
+	gittest.Git(t, repo, "add", "-A")
+	gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
+	x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "exp", "experiment.yaml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	st, err := runner.Run(context.Background(), x, runner.Options{Out: &log})
+	return repo, st, log.String(), err
+}
+
+// outsideTheTemporaryDirectories is a new directory in the user's cache
+// directory, removed when the test ends.
+func outsideTheTemporaryDirectories(t *testing.T) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(cache, "autoresearch-tamper-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
