@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/round"
@@ -188,15 +190,16 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 		name = fmt.Sprintf("r%d-s%d", a.Round, a.Sample)
 	}
 	base := filepath.Join(l.x.HoldoutStateDir(), "runs")
-	gone := base
+	thisRound := name
 	if a.Candidates > 0 {
 		// The round's candidates measure theirs at once.
 		name += round.CandidateName(a.Candidate)
-		gone = filepath.Join(base, name)
 	}
 	run := filepath.Join(base, name)
-	// Only the last round's holdout checkouts are kept.
-	if err := os.RemoveAll(gone); err != nil {
+	// Only this round's holdout checkouts are kept: what candidate code
+	// left in an earlier one, with the holdout's data at hand, a later
+	// round's holdout would read.
+	if err := removeOtherRounds(base, thisRound, run); err != nil {
 		return nil, err
 	}
 	trained := l.runDir(a, supervisor.RunTrain)
@@ -212,7 +215,11 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 	// read-only to it, but its own checkout and scratch, and it runs
 	// offline, so that it cannot send the data where a later Researcher
 	// would find it.
-	mounts, stepEnv, err := l.experimentMounts(ctx, run, cacheHoldout, h.Dir)
+	cache := cacheHoldoutCandidate
+	if a.Code == l.workspaceStatus().StartCommit {
+		cache = cacheHoldout
+	}
+	mounts, stepEnv, err := l.experimentMounts(ctx, run, cache, h.Dir)
 	if err == nil {
 		mounts, err = l.credentialMounts(mounts)
 	}
@@ -236,4 +243,32 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 	exit.Tail = ""
 	obs.Holdout.Exit, obs.Holdout.Found, obs.Holdout.Value = exit, res.Found, res.Value
 	return obs, nil
+}
+
+// removeOtherRounds removes from the holdout's runs, base, every checkout
+// and scratch but those of the round whose checkouts are named thisRound,
+// or thisRound and a candidate's letters; and run's own, which is made
+// anew.
+func removeOtherRounds(base, thisRound, run string) error {
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		n := e.Name()
+		for _, suffix := range []string{".tmp", ".cache"} {
+			n = strings.TrimSuffix(n, suffix)
+		}
+		rest, ok := strings.CutPrefix(n, thisRound)
+		if ok && strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz") == "" && filepath.Join(base, n) != run {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(base, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -306,5 +307,32 @@ func TestHoldoutDirMustStandApart(t *testing.T) {
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
 			t.Errorf("holdout dir %s: %v, want an error naming %q", dir, err, want)
 		}
+	}
+}
+
+// TestRemoveOtherRounds: a holdout step keeps of the earlier checkouts
+// only those of its own round's other candidates, which measure theirs at
+// once; what candidate code left in an earlier round's, with the holdout's
+// data at hand, a later round's holdout would read.
+func TestRemoveOtherRounds(t *testing.T) {
+	base := t.TempDir()
+	for _, n := range []string{"r1a", "r1a.tmp", "r1", "r2a", "r2a.tmp", "r2a.cache", "r2b", "r2b.tmp", "r20a", "r0-s1"} {
+		if err := os.MkdirAll(filepath.Join(base, n, "left"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := removeOtherRounds(base, "r2", filepath.Join(base, "r2b")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"r2a", "r2a.cache", "r2a.tmp"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
 	}
 }

@@ -236,7 +236,7 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 	// holdout writes none of them: what it left there, with the holdout's
 	// data in it, a later Researcher would read.
 	for _, p := range l.opts.Writable {
-		if kind != cacheHoldout {
+		if kind != cacheHoldout && kind != cacheHoldoutCandidate {
 			mounts = append(mounts, Mount{Path: p})
 		}
 	}
@@ -302,12 +302,13 @@ type scratch struct{ tmp, cache string }
 // evaluation's is shared with every experiment of this user that has the
 // same fixed files and evaluation command (evalCache), which no other
 // kind of step and no Researcher writes: an evaluation builds what the one
-// before built. Training's is written only by training of the code the
-// experiment started from: a step that runs a candidate's code
-// (cacheCandidate) gets a copy of it beside its checkout, which nothing
-// after it reads, since what such a step writes there — a compiled
-// program's cached executable changed in place — a later round's training
-// would run for code that does not hold it.
+// before built. Training's and the holdout's are written only by the steps
+// that run the code the experiment started from: a step that runs a
+// candidate's code (cacheCandidate, cacheHoldoutCandidate) gets a copy of
+// its kind's beside its checkout, which nothing after it reads, since what
+// such a step writes there — a compiled program's cached executable
+// changed in place — a later round's step would run for code that does
+// not hold it.
 func (l *Local) stepScratch(run, kind string) (scratch, error) {
 	s := scratch{tmp: run + ".tmp", cache: filepath.Join(l.ws.StateDir(), "cache", kind)}
 	switch kind {
@@ -317,7 +318,13 @@ func (l *Local) stepScratch(run, kind string) (scratch, error) {
 		if root, err := sharedCacheRoot(); err == nil {
 			s.cache = filepath.Join(root, cacheEval, l.evalCache())
 		}
-	case cacheCandidate:
+	}
+	// A candidate's copy of training's cache, or of the holdout's.
+	seed := map[string]string{
+		cacheCandidate:        filepath.Join(l.ws.StateDir(), "cache", cacheTrain),
+		cacheHoldoutCandidate: filepath.Join(l.x.HoldoutStateDir(), "cache"),
+	}[kind]
+	if seed != "" {
 		s.cache = run + ".cache"
 	}
 	for _, dir := range []string{s.tmp, run + ".cache"} {
@@ -328,8 +335,8 @@ func (l *Local) stepScratch(run, kind string) (scratch, error) {
 	if err := os.MkdirAll(s.tmp, 0o700); err != nil {
 		return s, err
 	}
-	if kind == cacheCandidate {
-		return s, copyCache(filepath.Join(l.ws.StateDir(), "cache", cacheTrain), s.cache)
+	if seed != "" {
+		return s, copyCache(seed, s.cache)
 	}
 	return s, os.MkdirAll(s.cache, 0o700)
 }
@@ -432,8 +439,10 @@ const (
 	cacheEval    = "eval"
 	cacheHoldout = "holdout"
 	// cacheCandidate is training's cache for a step that runs a
-	// candidate's code: a copy of its own (stepScratch).
-	cacheCandidate = "candidate"
+	// candidate's code, and cacheHoldoutCandidate the holdout's: a copy of
+	// its own (stepScratch).
+	cacheCandidate        = "candidate"
+	cacheHoldoutCandidate = "holdout-candidate"
 )
 
 // hiding adds to mounts the user's credentials hidden (credentialMounts)
