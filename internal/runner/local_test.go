@@ -515,8 +515,7 @@ func TestStepsCannotWriteWhatIsNotTheirs(t *testing.T) {
       - file: writes.sh
         content: |
           w=${PWD%%/.autoresearch/*}
-          gd=$(sed -n 's/^gitdir: //p' "$w/.git")
-          gd=${gd%%/worktrees/*}
+          gd=$(dirname "$w")/repo/.git
           state=$w/.autoresearch
           echo "$MARK writes the git directory $gd and the state directory $state"
           echo "$MARK" > "$gd/forged-by-$MARK"
@@ -544,9 +543,9 @@ func TestStepsCannotWriteWhatIsNotTheirs(t *testing.T) {
 	state := x.StateDir()
 	gitDir := filepath.Join(repo, ".git")
 	log := readFile(t, filepath.Join(state, "round-1", "train.log"))
-	// Training found what it writes, by the worktree's .git file, which
-	// is all it sees of the worktree but its checkout: the checks below
-	// fail where a write was tried, not where its targets were empty.
+	// Training named what it writes, by the test's layout (the worktree
+	// beside the repository): the checks below fail where a write was
+	// tried, not where its targets were empty.
 	if want := "train writes the git directory " + gitDir + " and the state directory " + state + "\n"; !strings.Contains(log, want) {
 		t.Errorf("training's log has no %q:\n%s", want, log)
 	}

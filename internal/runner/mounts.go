@@ -204,12 +204,12 @@ func (l *Local) researcherGoEnvFile() (string, error) {
 }
 
 // stepMounts keep the whole machine read-only for training, evaluation
-// and the parity check — the user's repository, its git directory, the
-// worktree with the supervisor's state, the ledger, the logs, and the
-// interpreters, toolchains and caches that a later evaluation runs — but
-// run, the step's own checkout, and its scratch for the kind of step
-// (stepScratch), which env points its tools at; and hide the holdout
-// (hiding).
+// and the parity check — the user's repository, and the interpreters,
+// toolchains and caches that a later evaluation runs — hide the
+// repository's git directory and veil the worktree, with the supervisor's
+// state, the ledger and the logs in it (veilWorktree), but run, the step's
+// own checkout, and its scratch for the kind of step (stepScratch), which
+// env points its tools at; and hide the holdout (hiding).
 func (l *Local) stepMounts(ctx context.Context, run, kind string) (mounts []Mount, env []string, err error) {
 	mounts, env, err = l.experimentMounts(ctx, run, kind)
 	if err != nil {
@@ -240,9 +240,14 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 			mounts = append(mounts, Mount{Path: p})
 		}
 	}
-	for _, p := range []string{l.x.Repo, common} {
-		mounts = append(mounts, Mount{Path: p, ReadOnly: true})
+	_, emptyDir, err := l.hidden()
+	if err != nil {
+		return nil, nil, err
 	}
+	// The git directory holds every candidate the supervisor sealed, kept
+	// or not: a step that read a rolled-back one's files would measure
+	// what its own candidate does not hold. No step needs git.
+	mounts = append(mounts, Mount{Path: l.x.Repo, ReadOnly: true}, Mount{Path: common, Hide: emptyDir})
 	veil, err := l.veilWorktree(run, s)
 	if err != nil {
 		return nil, nil, err
@@ -259,9 +264,7 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 }
 
 // veilWorktree hides the worktree from a step that runs the experiment's
-// code, but the step's own checkout and scratch, and the worktree's .git
-// file, which names the repository to the tools that look above the
-// checkout for one (Go stamps its builds so): the Researcher writes the
+// code, but the step's own checkout and scratch: the Researcher writes the
 // worktree, and what it leaves there outside the
 // candidate — a file git ignores, which the seal leaves out; its round's
 // directory; the copies of the candidates of rounds started early — the
@@ -274,7 +277,7 @@ func (l *Local) veilWorktree(run string, s scratch) ([]Mount, error) {
 		return nil, err
 	}
 	var keeps []string
-	for _, p := range []string{run, s.tmp, s.cache, filepath.Join(l.ws.Root, ".git"), empty, emptyDir} {
+	for _, p := range []string{run, s.tmp, s.cache, empty, emptyDir} {
 		if !inside(p, l.ws.Root) || slices.ContainsFunc(keeps, func(k string) bool { return inside(p, k) }) {
 			continue
 		}
