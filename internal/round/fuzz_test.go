@@ -247,6 +247,11 @@ func (h *harness) play() {
 	}
 }
 
+// actionKey names the child that performs a.
+func actionKey(a Action) string {
+	return fmt.Sprintf("%s R%d c%d s%d %s %s %s", a.Type, a.Round, a.Candidate, a.Sample, a.Code, a.BaseCommit, a.SealBase)
+}
+
 // ended reports whether the experiment failed or succeeded.
 func (h *harness) ended() bool {
 	return h.st.Phase == v1alpha1.PhaseFailed || h.st.Phase == v1alpha1.PhaseSucceeded
@@ -255,7 +260,7 @@ func (h *harness) ended() bool {
 // honest answers a. Once the experiment ended, the adapter finds the child
 // of an action it answered before as it was: it reports the same result.
 func (h *harness) honest(a Action, plain bool) Observation {
-	key := fmt.Sprintf("%s R%d c%d s%d %s %s %s", a.Type, a.Round, a.Candidate, a.Sample, a.Code, a.BaseCommit, a.SealBase)
+	key := actionKey(a)
 	if nr := h.st.NextRound; h.st.Phase == v1alpha1.PhaseFailed && nr != nil && a.Round == nr.Number {
 		// The engine still takes the results of a round started early
 		// after the experiment failed, and starts its next step: the
@@ -669,6 +674,15 @@ func (h *harness) apply(obs Observation) {
 	h.last = &o
 	h.trace = append(h.trace, h.describe(obs))
 	prev := *h.st.DeepCopy()
+	if !h.ended() {
+		// An observation that happens to answer an action in progress is
+		// that child's result from now on.
+		for _, a := range CurrentActions(h.spec, &prev) {
+			if t := kindAction(obs.Kind); t == a.Type && t != ActionPrepareWorkspace && obs.Round == a.Round && obs.Candidate == a.Candidate {
+				h.answered[actionKey(a)] = obs
+			}
+		}
+	}
 	in := Input{Spec: h.spec, Status: h.st, Generation: 1, Observation: obs, Now: h.now}
 	var out Output
 	func() {
