@@ -18,8 +18,12 @@ import (
 // re-derives what the engine decided. There is one per candidate in the
 // current round's step, or one for its git step or the final ledger, and
 // one per candidate in the step of the round spec.pipeline started early;
-// none when nothing is in progress. spec is defaulted.
+// none when nothing is in progress, nor once the experiment failed. spec
+// is defaulted.
 func CurrentActions(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus) []Action {
+	if st.Phase == v1alpha1.PhaseFailed {
+		return nil
+	}
 	actions := roundActions(spec, st, st.CurrentRound)
 	if st.Phase != v1alpha1.PhaseSucceeded && st.Phase != v1alpha1.PhaseInitializing {
 		actions = append(actions, roundActions(spec, st, st.NextRound)...)

@@ -42,6 +42,13 @@ func (e *engine) rebaseline(what []string) {
 		e.emit(Action{Type: ActionWarn, Round: cr.Number, Reason: v1alpha1.ReasonRoundRestarted,
 			Message: fmt.Sprintf("round %d was dropped before its verdict because the measure changed; it starts again after the baseline is measured again", cr.Number)})
 	}
+	if next := e.st.NextRound; next != nil {
+		// Started early on the old measure, before the round that starts
+		// again: it starts again early itself, after that one.
+		e.emit(Action{Type: ActionWarn, Round: next.Number, Reason: v1alpha1.ReasonRoundRestarted,
+			Message: fmt.Sprintf("round %d, started early, was dropped because the measure changed; it starts again after round %d", next.Number, next.Number-1)})
+		e.st.NextRound = nil
+	}
 	e.st.LedgerCommit = ""
 	if h := e.st.Holdout; h != nil {
 		// The holdout's values so far are on the old measure's scale: the

@@ -268,3 +268,46 @@ func TestPipelineResearchesWhileTheBaselineTrains(t *testing.T) {
 		t.Fatalf("measure changed: actions %+v, want the baseline measured again and round 2's Researcher", w)
 	}
 }
+
+// TestAFailedExperimentStartsNoStepOfTheRoundStartedEarly fails the
+// baseline while round 1, started early by spec.pipeline, researches: the
+// experiment is over, so the Researcher's result starts no check, and
+// nothing is left for an adapter to wait for.
+func TestAFailedExperimentStartsNoStepOfTheRoundStartedEarly(t *testing.T) {
+	d := newDriver(t, pipelined)
+	d.next(tick())
+	d.next(workspaceReady())
+	d.next(train(0, TrainResult{Exit: ProcessExit{ExitCode: 1, Duration: trainTime}}))
+	if d.st.Phase != v1alpha1.PhaseFailed {
+		t.Fatalf("phase %s after the baseline failed to train, want Failed", d.st.Phase)
+	}
+	if acts := waited(d.next(researched(1, "idea 1"))); len(acts) != 0 {
+		t.Errorf("round 1's Researcher finished after the experiment failed: actions %+v, want none", acts)
+	}
+	if d.st.Phase != v1alpha1.PhaseFailed {
+		t.Errorf("phase %s, want Failed", d.st.Phase)
+	}
+	if acts := CurrentActions(d.spec, &d.st); len(acts) != 0 {
+		t.Errorf("a failed experiment waits for %+v, want nothing", acts)
+	}
+}
+
+// TestARebaselineDropsTheRoundStartedEarly accepts a changed measure while
+// round 1 trains and round 2, started early, researches: round 1 starts
+// again once the baseline is measured again, and round 2 does not take its
+// place.
+func TestARebaselineDropsTheRoundStartedEarly(t *testing.T) {
+	d := newDriver(t, givenBaseline, pipelined)
+	d.start()
+	d.next(researched(1, "idea 1"))
+	startsRoundTwoEarly(t, d.next(compliance(1, ComplianceResult{Candidate: "cand1"})), &d.st)
+	d.next(Observation{Kind: ObserveRebaseline, Changed: []string{"eval.command"}})
+	d.next(trained(0))
+	d.next(evaluated(0, "1.0"))
+	if cr := d.st.CurrentRound; cr == nil || cr.Number != 1 || d.st.Round != 1 {
+		t.Fatalf("after the baseline was measured again: current round %v, status.round %d; want round 1 again", cr, d.st.Round)
+	}
+	if d.st.CompletedRounds != 0 {
+		t.Errorf("completedRounds %d, want 0", d.st.CompletedRounds)
+	}
+}

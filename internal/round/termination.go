@@ -86,6 +86,9 @@ func (e *engine) finished(obs Observation) {
 
 func (e *engine) fail(reason, msg string) {
 	e.st.Phase = v1alpha1.PhaseFailed
+	// A failed experiment runs nothing more: the round spec.pipeline
+	// started early goes with it.
+	e.st.NextRound = nil
 	// The message quotes process output, which the Researcher's code
 	// wrote: it reaches terminals (events, describe, the report) without
 	// escape sequences; the API caps status.message.
