@@ -1,6 +1,7 @@
 package round
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -214,5 +215,42 @@ func TestPromptListsConstraints(t *testing.T) {
 	}
 	if diff := cmp.Diff(d.spec.Fixed.Constraints, a.Prompt.Constraints); diff != "" {
 		t.Errorf("constraints (-want +got):\n%s", diff)
+	}
+}
+
+// TestAFailedPushWarnsBeforeTheNextRoundStarts fails the push of round 1's
+// commit in a run that goes on: the warning, which the engine does not
+// wait for, comes before round 2's Researcher, as every batch puts the
+// actions the engine waits for last.
+func TestAFailedPushWarnsBeforeTheNextRoundStarts(t *testing.T) {
+	d := newDriver(t, givenBaseline)
+	d.start()
+	d.evaluate("0.9")
+	acts := d.next(withPush(committed(1, commitOf(1)), &PushResult{Error: "git push: rejected"}))
+	var types []ActionType
+	for _, a := range acts {
+		types = append(types, a.Type)
+	}
+	want := []ActionType{ActionReportRound, ActionWarn, ActionRunResearcher}
+	if !slices.Equal(types, want) {
+		t.Errorf("actions after a commit whose push failed: %v, want %v", types, want)
+	}
+}
+
+// TestTheGitStepOfALongViolationIsTheOneCurrentActionRebuilds breaks the
+// rules with a violation longer than the status holds: the rollback the
+// engine emits writes the same ledger row as the one CurrentAction
+// rebuilds from the status for an adapter that lost it.
+func TestTheGitStepOfALongViolationIsTheOneCurrentActionRebuilds(t *testing.T) {
+	d := newDriver(t, givenBaseline)
+	d.start()
+	d.next(researched(1, "idea 1"))
+	rollback := only(t, d.next(compliance(1, ComplianceResult{Violation: strings.Repeat("prepare.py changed; ", 200)})), ActionRollback)
+	cur, ok := CurrentAction(d.spec, &d.st)
+	if !ok {
+		t.Fatal("no current action after the verdict")
+	}
+	if diff := cmp.Diff(rollback, cur); diff != "" {
+		t.Errorf("emitted rollback and CurrentAction differ (-emitted +current):\n%.1500s", diff)
 	}
 }

@@ -1,6 +1,7 @@
 package round
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,6 +46,7 @@ func Next(in Input) Output {
 	}
 	e.handle(in.Observation)
 	e.fitStatus()
+	e.refitActions()
 	e.st.GPUs = gpusInUse(e.spec, &e.st)
 	e.st.Usage.Budget = budgetLines(e.spec, &e.st)
 	e.st.ObservedGeneration = in.Generation
@@ -67,6 +69,38 @@ type engine struct {
 }
 
 func (e *engine) emit(a Action) { e.actions = append(e.actions, a) }
+
+// refitActions builds the actions the loop waits for again from the
+// status once fitStatus has cut and cleaned the texts it holds: the engine
+// emitted them as it decided, with a ledger row that quoted a violation or
+// a strategy whole, and an adapter that lost one rebuilds it from the
+// status (CurrentActions), which must give the same. The records that
+// rounds report are fitted as the history's are. The actions the loop
+// waits for then go last, in their order, as Action says (a failed push's
+// warning came after the next round's Researcher).
+func (e *engine) refitActions() {
+	current := CurrentActions(e.spec, &e.st)
+	for i, a := range e.actions {
+		if a.Record != nil {
+			fitRecord(a.Record)
+		}
+		for _, c := range current {
+			if c.Type == a.Type && c.Round == a.Round && c.Candidate == a.Candidate && c.Sample == a.Sample {
+				e.actions[i] = c
+			}
+		}
+	}
+	slices.SortStableFunc(e.actions, func(a, b Action) int { return cmp.Compare(waitedFor(a), waitedFor(b)) })
+}
+
+// waitedFor is 1 for an action whose result the loop waits for, 0 for one
+// that only tells the human.
+func waitedFor(a Action) int {
+	if a.Type == ActionReportRound || a.Type == ActionWarn {
+		return 0
+	}
+	return 1
+}
 
 func (e *engine) handle(obs Observation) {
 	switch obs.Kind {
