@@ -433,48 +433,10 @@ func (h *harness) answer(a Action, plain bool) Observation {
 		return workspaceReady()
 	case ActionRunResearcher:
 		obs.Kind = ObserveResearcherFinished
-		res := &ResearcherResult{Exit: ProcessExit{Duration: researcherTime}, Strategy: fmt.Sprintf("idea %d%s", a.Round, CandidateName(a.Candidate))}
-		switch choice {
-		case 12:
-			res.Exit.ExitCode = 3
-			res.Exit.Tail = "Traceback"
-		case 13:
-			res.Exit.TimedOut = true
-		case 14:
-			res.Strategy = ""
-		case 11:
-			// A Researcher may write anything, at any length.
-			res.Strategy = strings.Repeat("\x1b[31mlong idea ", 600)
-		}
-		if !plain {
-			res.Usage = v1alpha1.Usage{InputTokens: pick[int64](h.r, 0, 100, 4000, -5), OutputTokens: pick[int64](h.r, 0, 50, 900),
-				Cost: pick(h.r, "", "0.01", "0.5", "-1", "NaN", "Inf")}
-		}
-		obs.Researcher = res
+		obs.Researcher = h.researcherResult(a, choice, plain)
 	case ActionCheckCompliance:
 		obs.Kind = ObserveComplianceChecked
-		res := &ComplianceResult{Candidate: fmt.Sprintf("%040x", 1+h.ncommit)}
-		h.ncommit++
-		switch choice {
-		case 10:
-			res.Violation = "prepare.py changed"
-			if h.r.intn(2) == 0 {
-				res.Violation = strings.Repeat("prepare.py changed\x07 ", 300)
-			}
-		case 11:
-			res.Parity = "PARITY_FAIL kind=value detail=mismatch"
-		case 12:
-			res.NoChange = true
-		case 13, 14:
-			// A conflict is only what a merge can report.
-			if a.SealBase != "" || len(a.Combine) > 0 {
-				res.Conflict = "train.py"
-			}
-		case 9:
-			res.Advisory = "the diff is large"
-			res.Strategy = "late strategy"
-		}
-		obs.Compliance = res
+		obs.Compliance = h.complianceResult(a, choice)
 	case ActionRunTrain:
 		obs.Kind = ObserveTrainFinished
 		res := &TrainResult{Exit: ProcessExit{Duration: trainTime}, FinalLoss: "2.5"}
@@ -489,41 +451,7 @@ func (h *harness) answer(a Action, plain bool) Observation {
 		obs.Train = res
 	case ActionRunEval:
 		obs.Kind = ObserveEvalFinished
-		res := &EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: true}
-		if a.Round == 0 {
-			res.Value = h.baselineValue(choice)
-		} else {
-			res.Value = h.candidateValue(choice, plain)
-		}
-		switch choice {
-		case 13:
-			if h.r.intn(3) == 0 {
-				res.FixedFilesChanged = []string{"prepare.py"}
-			}
-		case 14:
-			if h.r.intn(2) == 0 {
-				res.Exit.ExitCode = 1
-			} else {
-				res.Exit.TimedOut = true
-			}
-		case 15:
-			res.Found = false
-			res.Value = ""
-		}
-		if len(h.spec.Eval.Constraints) > 0 {
-			res.Readings = map[string]string{"memory_gb": "40"}
-			if !plain {
-				switch h.r.intn(6) {
-				case 0:
-					res.Readings["memory_gb"] = "90"
-				case 1:
-					delete(res.Readings, "memory_gb")
-				case 2:
-					res.Readings["memory_gb"] = "NaN"
-				}
-			}
-		}
-		obs.Eval = res
+		obs.Eval = h.evalResult(a, choice, plain)
 	case ActionRunHoldout:
 		obs.Kind = ObserveHoldoutFinished
 		res := &HoldoutResult{Exit: ProcessExit{Duration: evalTime, Tail: holdoutTail}, Found: true}
@@ -541,9 +469,10 @@ func (h *harness) answer(a Action, plain bool) Observation {
 		obs.Commit = fmt.Sprintf("c0ffee%034x", 1+h.ncommit)
 		h.ncommit++
 		h.commits[obs.Commit] = true
-		if choice == 15 {
+		switch choice {
+		case 15:
 			obs.Push = &PushResult{Error: "remote rejected"}
-		} else if choice == 14 {
+		case 14:
 			obs.Push = &PushResult{Commit: obs.Commit}
 		}
 	case ActionRollback:
@@ -558,6 +487,93 @@ func (h *harness) answer(a Action, plain bool) Observation {
 		obs.Kind = ObserveTick
 	}
 	return obs
+}
+
+// researcherResult is a Researcher's result for answer.
+func (h *harness) researcherResult(a Action, choice int, plain bool) *ResearcherResult {
+	res := &ResearcherResult{Exit: ProcessExit{Duration: researcherTime}, Strategy: fmt.Sprintf("idea %d%s", a.Round, CandidateName(a.Candidate))}
+	switch choice {
+	case 12:
+		res.Exit.ExitCode = 3
+		res.Exit.Tail = "Traceback"
+	case 13:
+		res.Exit.TimedOut = true
+	case 14:
+		res.Strategy = ""
+	case 11:
+		// A Researcher may write anything, at any length.
+		res.Strategy = strings.Repeat("\x1b[31mlong idea ", 600)
+	}
+	if !plain {
+		res.Usage = v1alpha1.Usage{InputTokens: pick[int64](h.r, 0, 100, 4000, -5), OutputTokens: pick[int64](h.r, 0, 50, 900),
+			Cost: pick(h.r, "", "0.01", "0.5", "-1", "NaN", "Inf")}
+	}
+	return res
+}
+
+// complianceResult is a compliance check's result for answer.
+func (h *harness) complianceResult(a Action, choice int) *ComplianceResult {
+	res := &ComplianceResult{Candidate: fmt.Sprintf("%040x", 1+h.ncommit)}
+	h.ncommit++
+	switch choice {
+	case 10:
+		res.Violation = "prepare.py changed"
+		if h.r.intn(2) == 0 {
+			res.Violation = strings.Repeat("prepare.py changed\x07 ", 300)
+		}
+	case 11:
+		res.Parity = "PARITY_FAIL kind=value detail=mismatch"
+	case 12:
+		res.NoChange = true
+	case 13, 14:
+		// A conflict is only what a merge can report.
+		if a.SealBase != "" || len(a.Combine) > 0 {
+			res.Conflict = "train.py"
+		}
+	case 9:
+		res.Advisory = "the diff is large"
+		res.Strategy = "late strategy"
+	}
+	return res
+}
+
+// evalResult is an evaluation's result for answer.
+func (h *harness) evalResult(a Action, choice int, plain bool) *EvalResult {
+	res := &EvalResult{Exit: ProcessExit{Duration: evalTime}, Found: true}
+	if a.Round == 0 {
+		res.Value = h.baselineValue(choice)
+	} else {
+		res.Value = h.candidateValue(choice, plain)
+	}
+	switch choice {
+	case 13:
+		if h.r.intn(3) == 0 {
+			res.FixedFilesChanged = []string{"prepare.py"}
+		}
+	case 14:
+		if h.r.intn(2) == 0 {
+			res.Exit.ExitCode = 1
+		} else {
+			res.Exit.TimedOut = true
+		}
+	case 15:
+		res.Found = false
+		res.Value = ""
+	}
+	if len(h.spec.Eval.Constraints) > 0 {
+		res.Readings = map[string]string{"memory_gb": "40"}
+		if !plain {
+			switch h.r.intn(6) {
+			case 0:
+				res.Readings["memory_gb"] = "90"
+			case 1:
+				delete(res.Readings, "memory_gb")
+			case 2:
+				res.Readings["memory_gb"] = "NaN"
+			}
+		}
+	}
+	return res
 }
 
 // baselineValue is what round 0's evaluation prints.
@@ -702,9 +718,23 @@ var roundActionTypes = []ActionType{ActionRunResearcher, ActionCheckCompliance, 
 
 func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts []Action) {
 	h.t.Helper()
-	st, spec := &h.st, h.spec
-	current := CurrentActions(spec, st)
+	current := CurrentActions(h.spec, &h.st)
+	h.checkActions(acts, current)
+	h.checkPhase(prev, acts)
+	h.checkRounds(prev)
+	h.checkEarly(acts, current)
+	h.checkRecords()
+	h.checkBest(prev, obs)
+	h.checkHoldoutHidden(acts)
+	h.checkUsage(prev)
+	h.checkWaiting(prev, obs, acts)
+	h.checkLiveness(current)
+}
 
+// checkActions checks the batch of actions against the status.
+func (h *harness) checkActions(acts []Action, current []Action) {
+	h.t.Helper()
+	st := &h.st
 	// Actions whose results the engine waits for come last in a batch, and
 	// are those CurrentActions rebuilds from the status.
 	waitedSeen := false
@@ -734,7 +764,12 @@ func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts 
 			h.reported = append(h.reported, *a.Record)
 		}
 	}
+}
 
+// checkPhase checks that an experiment that ended stays so.
+func (h *harness) checkPhase(prev v1alpha1.AutoResearchStatus, acts []Action) {
+	h.t.Helper()
+	st, spec := &h.st, h.spec
 	// A failed or finished experiment runs nothing more.
 	if prev.Phase == v1alpha1.PhaseFailed && st.Phase != v1alpha1.PhaseFailed {
 		h.fatalf("a failed experiment went on to phase %s", st.Phase)
@@ -756,7 +791,12 @@ func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts 
 			h.fatalf("phase %s without condition %s", st.Phase, want)
 		}
 	}
+}
 
+// checkRounds checks the rounds completed and the current one.
+func (h *harness) checkRounds(prev v1alpha1.AutoResearchStatus) {
+	h.t.Helper()
+	st, spec := &h.st, h.spec
 	// Rounds.
 	if st.CompletedRounds < prev.CompletedRounds {
 		h.fatalf("completedRounds went down from %d to %d", prev.CompletedRounds, st.CompletedRounds)
@@ -793,6 +833,12 @@ func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts 
 			h.fatalf("round %d's git step has %d improved candidates", cr.Number, improved)
 		}
 	}
+}
+
+// checkEarly checks the round started early, and the commits.
+func (h *harness) checkEarly(acts []Action, current []Action) {
+	h.t.Helper()
+	st, spec := &h.st, h.spec
 	if nr := st.NextRound; nr != nil {
 		if !ptr.Deref(spec.Pipeline, false) {
 			h.fatalf("a round started early without spec.pipeline")
@@ -826,7 +872,12 @@ func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts 
 			}
 		}
 	}
+}
 
+// checkRecords checks the records the rounds reported.
+func (h *harness) checkRecords() {
+	h.t.Helper()
+	st, spec := &h.st, h.spec
 	// Records: every finished round has a verdict; a round's records come
 	// once, one per candidate.
 	for _, rec := range h.reported {
@@ -875,7 +926,12 @@ func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts 
 	if limit := int(spec.HistoryLimit); len(st.History) > limit+1 {
 		h.fatalf("history holds %d records, limit %d", len(st.History), limit)
 	}
+}
 
+// checkBest checks the best against the records.
+func (h *harness) checkBest(prev v1alpha1.AutoResearchStatus, obs Observation) {
+	h.t.Helper()
+	st, spec := &h.st, h.spec
 	// The best: a kept round's, improved, and better than every best before.
 	if obs.Kind == ObserveRebaseline || (prev.Best != nil && st.Best != nil && prev.Best.Round == st.Best.Round && prev.Best.Value != st.Best.Value) {
 		h.rebaselined = true
@@ -911,7 +967,12 @@ func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts 
 		}
 		h.kept = append(h.kept, b.Value)
 	}
+}
 
+// checkHoldoutHidden checks that the holdout reaches no Researcher.
+func (h *harness) checkHoldoutHidden(acts []Action) {
+	h.t.Helper()
+	st := &h.st
 	// What the hidden holdout printed reaches no Researcher.
 	var readable []string
 	for _, a := range acts {
@@ -936,7 +997,12 @@ func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts 
 	if all := marshalString(st) + marshalString(acts); strings.Contains(all, holdoutTail) {
 		h.fatalf("the holdout's output reached the status or the actions")
 	}
+}
 
+// checkUsage checks usage, bounds and the phase of a round in progress.
+func (h *harness) checkUsage(prev v1alpha1.AutoResearchStatus) {
+	h.t.Helper()
+	st := &h.st
 	// What Researchers report never takes back what was used.
 	if st.Usage.InputTokens < prev.Usage.InputTokens || st.Usage.OutputTokens < prev.Usage.OutputTokens ||
 		st.Usage.GPUSeconds < prev.Usage.GPUSeconds || st.Usage.ResearcherSeconds < prev.Usage.ResearcherSeconds {
@@ -964,7 +1030,12 @@ func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts 
 	if len(st.Message) > maxMessageLength {
 		h.fatalf("the message has %d bytes", len(st.Message))
 	}
+}
 
+// checkWaiting checks that a reason to wait changes nothing else.
+func (h *harness) checkWaiting(prev v1alpha1.AutoResearchStatus, obs Observation, acts []Action) {
+	h.t.Helper()
+	st, spec := &h.st, h.spec
 	// Waiting is shown, never judged.
 	if obs.Kind == ObserveTick && obs.Waiting != "" {
 		plain := Next(Input{Spec: spec, Status: prev, Generation: 1, Observation: Observation{Kind: ObserveTick}, Now: h.now.Add(-time.Minute)})
@@ -979,12 +1050,17 @@ func (h *harness) check(prev v1alpha1.AutoResearchStatus, obs Observation, acts 
 			h.fatalf("a tick that says why a step waits changed more than what is shown: %s", cmp.Diff(b, a))
 		}
 	}
+}
 
+// checkLiveness checks that the loop never gets stuck.
+func (h *harness) checkLiveness(current []Action) {
+	h.t.Helper()
+	st, spec := &h.st, h.spec
 	// Liveness: with nothing to wait for, a tick moves on.
 	if len(current) == 0 && !h.terminal() && !ptr.Deref(spec.Suspend, false) {
 		out := Next(Input{Spec: spec, Status: *st.DeepCopy(), Generation: 1, Observation: Observation{Kind: ObserveTick}, Now: h.now})
-		if len(CurrentActions(spec, &out.Status)) == 0 && !(out.Status.Phase == v1alpha1.PhaseFailed ||
-			(out.Status.Phase == v1alpha1.PhaseSucceeded && out.Status.LedgerCommit != "")) {
+		ended := out.Status.Phase == v1alpha1.PhaseFailed || (out.Status.Phase == v1alpha1.PhaseSucceeded && out.Status.LedgerCommit != "")
+		if len(CurrentActions(spec, &out.Status)) == 0 && !ended {
 			h.fatalf("stuck: phase %s (%q), nothing to wait for, and a tick starts nothing", st.Phase, st.Message)
 		}
 	}
