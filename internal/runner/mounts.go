@@ -265,12 +265,12 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 
 // veilWorktree hides the worktree from a step that runs the experiment's
 // code, but the step's own checkout and scratch: the Researcher writes the
-// worktree, and what it leaves there outside the
-// candidate — a file git ignores, which the seal leaves out; its round's
-// directory; the copies of the candidates of rounds started early — the
-// step would read by path, and a kept commit would then not give the
-// measured number anywhere else. The rest of the supervisor's state is
-// hidden with it, but the empty file and directory that hiding binds.
+// worktree, and what it leaves there outside the candidate — a file git
+// ignores, which the seal leaves out; its round's directory; the copies of
+// the candidates of rounds started early — the step would read by path,
+// and a kept commit would then not give the measured number anywhere else.
+// The rest of the supervisor's state is hidden with it, but the empty file
+// and directory that hiding binds.
 func (l *Local) veilWorktree(run string, s scratch) ([]Mount, error) {
 	empty, emptyDir, err := l.hidden()
 	if err != nil {
