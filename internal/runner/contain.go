@@ -183,7 +183,7 @@ veil() {
 			mount -n --move -- "$aside" "$path" && rm -d -- "$aside" || return 1
 		kept=$((kept - 1))
 	done
-	mount -o remount,ro -- "$1"
+	mount -o remount,bind,ro,nosuid,nodev -- "$1"
 }
 gone() {
 	now=$(findmnt -rn -o TARGET) || return 1

@@ -477,3 +477,111 @@ func TestResearcherHomeMustStandApart(t *testing.T) {
 		}
 	}
 }
+
+// TestAVeilLeavesOnlyWhatItKeeps: a veiled directory is empty and
+// read-only to the step but for the paths kept in it, a directory and a
+// file, which stay as they were: the kept directory writable where a later
+// mount makes it so. Nothing else of the directory is in sight, not even a
+// name.
+func TestAVeilLeavesOnlyWhatItKeeps(t *testing.T) {
+	if os.Geteuid() == 0 && os.Getenv(veilAsUserEnv) == "" {
+		t.Run("as a user other than root", veilAsAUser)
+	}
+	for _, c := range mountContainments(t) {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			dir, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			veiled := filepath.Join(dir, "worktree")
+			run, kept, secret := filepath.Join(veiled, "state", "runs", "r1"), filepath.Join(veiled, "state", "kept"), filepath.Join(veiled, "left-by-the-researcher")
+			if err := os.MkdirAll(run, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for f, content := range map[string]string{kept: "kept\n", secret: "99\n"} {
+				if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := Process{
+				Command: `find "$VEILED" | sort; cat "$VEILED/state/kept"; cat "$VEILED/left-by-the-researcher" && echo read the secret
+echo step > "$VEILED/state/runs/r1/out" && echo wrote the run
+echo step > "$VEILED/new" && echo wrote beside; true`,
+				Dir: run, Timeout: 20 * time.Second, KillGrace: time.Second, Env: []string{"VEILED=" + veiled},
+				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
+				Mounts: []Mount{theMachine, {Path: run, Keep: true}, {Path: kept, Keep: true}, {Path: veiled, Veil: true}, {Path: run}},
+			}
+			exit, output, err := p.RunOutput(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exit.ExitCode != 0 {
+				t.Fatalf("exit %+v: %s", exit, output)
+			}
+			want := strings.Join([]string{veiled, filepath.Join(veiled, "state"), kept, filepath.Join(veiled, "state", "runs"), run}, "\n") + "\nkept\n"
+			if !strings.HasPrefix(output, want) {
+				t.Errorf("the step saw\n%s\nwant only\n%s", output, want)
+			}
+			for _, escape := range []string{"read the secret", "wrote beside"} {
+				if strings.Contains(output, escape) {
+					t.Errorf("the step %s:\n%s", escape, output)
+				}
+			}
+			if !strings.Contains(output, "wrote the run") {
+				t.Errorf("the step could not write its run:\n%s", output)
+			}
+			if data, err := os.ReadFile(filepath.Join(run, "out")); err != nil || string(data) != "step\n" {
+				t.Errorf("the run holds %q (%v), want the step's write", data, err)
+			}
+			if _, err := os.Stat(filepath.Join(veiled, "new")); err == nil {
+				t.Error("the step wrote beside what it keeps")
+			}
+		})
+	}
+}
+
+// veilAsUserEnv marks the run of veilAsAUser.
+const veilAsUserEnv = "AUTORESEARCH_TEST_VEIL_AS_USER"
+
+// veilAsAUser runs TestAVeilLeavesOnlyWhatItKeeps again as a user other
+// than root, whose steps get their mounts in a user namespace of their own,
+// where a mount keeps the flags its namespace locked.
+func veilAsAUser(t *testing.T) {
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("needs setpriv to run the test as another user")
+	}
+	// Not t.TempDir(), whose parent the other user may not enter.
+	dir, err := os.MkdirTemp("", "autoresearch-veil-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(dir, "runner.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(binary, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", binary, "-test.run=^TestAVeilLeavesOnlyWhatItKeeps$", "-test.v")
+	cmd.Env = append(os.Environ(), veilAsUserEnv+"=1", "TMPDIR="+tmp, "HOME="+tmp)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestAVeilLeavesOnlyWhatItKeeps/user+pid+mount_namespaces") {
+		t.Errorf("the veil was not tried in a user namespace of a user other than root:\n%s", out)
+	}
+}
