@@ -240,7 +240,7 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 			mounts = append(mounts, Mount{Path: p})
 		}
 	}
-	_, emptyDir, err := l.hidden()
+	empty, emptyDir, err := l.hidden()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -248,11 +248,7 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 	// or not: a step that read a rolled-back one's files would measure
 	// what its own candidate does not hold. No step needs git.
 	mounts = append(mounts, Mount{Path: l.x.Repo, ReadOnly: true}, Mount{Path: common, Hide: emptyDir})
-	veil, err := l.veilWorktree(run, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	mounts = append(mounts, veil...)
+	mounts = append(mounts, l.veilWorktree(run, s, empty, emptyDir)...)
 	for _, p := range readOnly {
 		mounts = append(mounts, Mount{Path: p, ReadOnly: true})
 	}
@@ -271,11 +267,7 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 // and a kept commit would then not give the measured number anywhere else.
 // The rest of the supervisor's state is hidden with it, but the empty file
 // and directory that hiding binds.
-func (l *Local) veilWorktree(run string, s scratch) ([]Mount, error) {
-	empty, emptyDir, err := l.hidden()
-	if err != nil {
-		return nil, err
-	}
+func (l *Local) veilWorktree(run string, s scratch, empty, emptyDir string) []Mount {
 	var keeps []string
 	for _, p := range []string{run, s.tmp, s.cache, empty, emptyDir} {
 		if !inside(p, l.ws.Root) || slices.ContainsFunc(keeps, func(k string) bool { return inside(p, k) }) {
@@ -289,7 +281,7 @@ func (l *Local) veilWorktree(run string, s scratch) ([]Mount, error) {
 	for _, p := range keeps {
 		mounts = append(mounts, Mount{Path: p, Keep: true})
 	}
-	return append(mounts, Mount{Path: l.ws.Root, Veil: true}), nil
+	return append(mounts, Mount{Path: l.ws.Root, Veil: true})
 }
 
 // scratch is where a step that runs the experiment's code writes besides

@@ -47,40 +47,17 @@ func TestHoldoutStateAttacks(t *testing.T) {
 			files["predict.sh"] = "#!/bin/sh\ncat out.txt\n"
 			// The experiment file names the holdout: out of git.
 			files[".gitignore"] = "out.txt\ngo.work\nexperiment.yaml\n"
-			files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: toy
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 2
-  baseline: {value: "10"}
-  fixed: {files: [eval.sh, check/main.go, golden/], timeLimit: 30s}
-  variable: {files: [train.sh, predict.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: score, direction: maximize, command: "./eval.sh"}
-  researcher: {command: "sh ` + script + `"}
-  holdout:
+			files["experiment.yaml"] = toyExperiment(script, 2, "train.sh, predict.sh", `  holdout:
     command: 'sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"'
     metric: holdout_score
-    dir: ` + hidden + `
-`
+    dir: `+hidden+"\n")
 			repo := filepath.Join(t.TempDir(), "repo")
 			st, log := runRepo(t, repo, files)
-			var second v1alpha1.Verdict
-			for _, h := range st.History {
-				t.Logf("round %d%s: %s %s (%s)", h.Round, h.Candidate, h.Verdict, h.Value, h.Insight)
-				if h.Round == 2 {
-					second = h.Verdict
-				}
-			}
+			roundVerdict(t, st.History, 2, v1alpha1.VerdictOverfit, log)
 			if st.Holdout != nil {
 				for _, r := range st.Holdout.Readings {
 					t.Logf("holdout round %d: %s %s", r.Round, r.Value, r.Verdict)
 				}
-			}
-			if second != v1alpha1.VerdictOverfit {
-				t.Errorf("round 2: %q, want %q\n%s", second, v1alpha1.VerdictOverfit, log)
 			}
 			if st.Best == nil || st.Best.Value != "20" {
 				t.Errorf("best %+v; want round 1's 20", st.Best)

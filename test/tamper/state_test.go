@@ -1,6 +1,7 @@
 package tamper
 
 import (
+	"fmt"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -29,36 +30,51 @@ func TestStateAttacks(t *testing.T) {
 				t.Fatal(err)
 			}
 			files := maps.Clone(Toy)
-			files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: toy
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 2
-  baseline: {value: "10"}
-  fixed: {files: [eval.sh, check/main.go, golden/], timeLimit: 30s}
-  variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: score, direction: maximize, command: "./eval.sh"}
-  researcher: {command: "sh ` + script + `"}
-`
+			files["experiment.yaml"] = toyExperiment(script, 2, "train.sh", "")
 			repo := filepath.Join(t.TempDir(), "repo")
 			st, log := runRepo(t, repo, files)
-			var second v1alpha1.Verdict
-			for _, h := range st.History {
-				t.Logf("round %d%s: %s %s (%s)", h.Round, h.Candidate, h.Verdict, h.Value, h.Insight)
-				if h.Round == 2 {
-					second = h.Verdict
-				}
-			}
-			if second != v1alpha1.VerdictNotImproved {
-				t.Errorf("round 2: %q, want %q\n%s", second, v1alpha1.VerdictNotImproved, log)
-			}
+			roundVerdict(t, st.History, 2, v1alpha1.VerdictNotImproved, log)
 			if st.Best == nil || st.Best.Value != "10" {
 				t.Errorf("best %+v; want the baseline's 10\n%s", st.Best, log)
 				t.Logf("kept branch:\n%s", gittest.Git(t, repo, "diff", st.Workspace.StartCommit, "refs/heads/autoresearch/toy", "--", ".", ":!experiences.md", ":!results.tsv"))
 			}
 		})
+	}
+}
+
+// toyExperiment is the toy's experiment file, judged against a given
+// baseline of 10, with script as the Researcher for rounds rounds, the
+// variable files variable, and more added to its spec.
+func toyExperiment(script string, rounds int, variable, more string) string {
+	return fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
+kind: AutoResearch
+metadata:
+  name: toy
+spec:
+  researchQuestion: "Does a higher SCORE help?"
+  maxRounds: %d
+  baseline: {value: "10"}
+  fixed: {files: [eval.sh, check/main.go, golden/], timeLimit: 30s}
+  variable: {files: [%s]}
+  train: {command: "./train.sh", outputs: [out.txt]}
+  eval: {metric: score, direction: maximize, command: "./eval.sh"}
+  researcher: {command: "sh %s"}
+%s`, rounds, variable, script, more)
+}
+
+// roundVerdict logs the records of history and fails the test unless round
+// n ended in want: a round that trained and was evaluated says the attack
+// ran, where a failure would say nothing of it.
+func roundVerdict(t *testing.T, history []v1alpha1.RoundRecord, n int32, want v1alpha1.Verdict, log string) {
+	t.Helper()
+	var got v1alpha1.Verdict
+	for _, h := range history {
+		t.Logf("round %d%s: %s %s (%s)", h.Round, h.Candidate, h.Verdict, h.Value, h.Insight)
+		if h.Round == n {
+			got = h.Verdict
+		}
+	}
+	if got != want {
+		t.Errorf("round %d: %q, want %q\n%s", n, got, want, log)
 	}
 }

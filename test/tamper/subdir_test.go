@@ -38,17 +38,7 @@ func TestSubdirAttacks(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, log)
 			}
-			var first v1alpha1.Verdict
-			for _, h := range st.History {
-				t.Logf("round %d%s: %s %s (%s)", h.Round, h.Candidate, h.Verdict, h.Value, h.Insight)
-				if h.Round == 1 {
-					first = h.Verdict
-				}
-			}
-			// Trained and evaluated, which says that the attack ran.
-			if first != v1alpha1.VerdictNotImproved {
-				t.Errorf("round 1: %q, want %q", first, v1alpha1.VerdictNotImproved)
-			}
+			roundVerdict(t, st.History, 1, v1alpha1.VerdictNotImproved, log)
 			if st.Best == nil || st.Best.Value != "10" {
 				t.Errorf("best %+v; want the baseline's 10\n%s", st.Best, log)
 				t.Logf("kept branch:\n%s", gittest.Git(t, repo, "diff", st.Workspace.StartCommit, "refs/heads/autoresearch/toy", "--", ".", ":!exp/experiences.md", ":!exp/results.tsv"))
@@ -72,20 +62,7 @@ func runSubdir(t *testing.T, script string) (string, v1alpha1.AutoResearchStatus
 	for k, v := range Toy {
 		files["exp/"+k] = v
 	}
-	files["exp/experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: toy
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 1
-  baseline: {value: "10"}
-  fixed: {files: [eval.sh, check/main.go, golden/], timeLimit: 30s}
-  variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: score, direction: maximize, command: "./eval.sh"}
-  researcher: {command: "sh ` + script + `"}
-`
+	files["exp/experiment.yaml"] = toyExperiment(script, 1, "train.sh", "")
 	// The repository and the worktree beside it lie outside the temporary
 	// directories, as a user's projects do: every directory between a
 	// temporary directory, which the Researcher writes, and a mount is
