@@ -581,6 +581,12 @@ func veilAsAUser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	// A machine may give that user no mounts at all (no user namespaces,
+	// or mounts its namespace cannot make read-only): then there is no
+	// veil to try.
+	if strings.Contains(string(out), "--- SKIP: TestAVeilLeavesOnlyWhatItKeeps ") {
+		t.Skipf("steps of user 65534 get no read-only mounts here:\n%s", out)
+	}
 	if !strings.Contains(string(out), "--- PASS: TestAVeilLeavesOnlyWhatItKeeps/user+pid+mount_namespaces") {
 		t.Errorf("the veil was not tried in a user namespace of a user other than root:\n%s", out)
 	}
