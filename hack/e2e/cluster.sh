@@ -95,11 +95,36 @@ pki() {
   write_kubeconfig "$E2E_DIR/operator.kubeconfig" operator "$(sed -n 2s/,.*//p "$d/tokens.csv")"
 }
 
+# own_module makes $E2E_DIR a Go module of its own: the cluster's state
+# holds Go files (the node's images, the experiments' volumes), which this
+# repository's ./... (go vet, the linters, the tests) must not take for its
+# packages, while a cluster runs or after one was killed.
+own_module() {
+  mkdir -p "$E2E_DIR"
+  [ -f "$E2E_DIR/go.mod" ] ||
+    printf '%s\n' '// The state of a local cluster (hack/e2e/cluster.sh), not a module to build.' 'module e2e-state' >"$E2E_DIR/go.mod"
+}
+
+# stale says whether $E2E_DIR holds the pids of a cluster none of whose
+# processes runs: one left by a run that was killed before its `down`.
+stale() {
+  local pid
+  for pid in "$E2E_DIR"/pids/*; do
+    kill -0 "$(cat "$pid")" 2>/dev/null && return 1
+  done
+  return 0
+}
+
 up() {
+  own_module
   "$root/hack/e2e/build-binaries.sh"
   if [ -n "$(ls "$E2E_DIR/pids" 2>/dev/null)" ]; then
-    echo "already running (pids in $E2E_DIR/pids); run '$0 down' first" >&2
-    return 1
+    if ! stale; then
+      echo "already running (pids in $E2E_DIR/pids); run '$0 down' first" >&2
+      return 1
+    fi
+    echo "a cluster left by a run that was stopped (no process of it runs): tearing it down first" >&2
+    down
   fi
   mkdir -p "$E2E_DIR/logs" "$E2E_DIR/pids" "$E2E_DIR/state"
   pki
@@ -192,6 +217,7 @@ down() {
 # build makes what `up` would start, the real node's images included, so
 # that it can run ahead, beside other work (make test).
 build() {
+  own_module
   if [ "$E2E_NODE" = real ]; then
     K8S_BIN=$K8S_BIN E2E_DIR=$E2E_DIR "$root/hack/e2e/real-node.sh" build
   fi
