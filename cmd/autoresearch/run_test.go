@@ -14,8 +14,7 @@ import (
 // AUTORESEARCH_OUTPUT_TOKEN, which no step inherits.
 func TestRunPushesWithTheTokenOfTheEnvironment(t *testing.T) {
 	remote := gittest.NewHTTPRemote(t, "t0ken-from-env")
-	seen := filepath.Join(t.TempDir(), "researcher.env")
-	repo := toyRepoWith(t, "env > "+seen+" && sed -i s/SCORE=10/SCORE=20/ train.sh", `  output:
+	repo := toyRepoWith(t, "env > $AUTORESEARCH_LOG_DIR/researcher.env && sed -i s/SCORE=10/SCORE=20/ train.sh", `  output:
     git: {url: "`+remote.URL+`"}
 `)
 	t.Setenv(envOutputToken, "t0ken-from-env")
@@ -26,7 +25,7 @@ func TestRunPushesWithTheTokenOfTheEnvironment(t *testing.T) {
 	if got, want := testGit(t, remote.Dir, "rev-parse", "autoresearch/toy"), testGit(t, filepath.Join(filepath.Dir(repo), "wt"), "rev-parse", "HEAD"); got != want {
 		t.Errorf("the remote's branch is %s, want the ledger commit %s\n%s", got, want, out)
 	}
-	env, err := os.ReadFile(seen)
+	env, err := os.ReadFile(filepath.Join(filepath.Dir(repo), "wt", ".autoresearch", "round-1", "researcher.env"))
 	if err != nil {
 		t.Fatalf("the Researcher did not run: %v\n%s", err, out)
 	}

@@ -149,6 +149,7 @@ func (l *Local) runCandidateResearcher(ctx context.Context, a round.Action) (*ro
 		Live:      l.live(),
 		Mounts:    mounts,
 	}.Run(ctx)
+	l.removeTemps(logs)
 	if err != nil {
 		return nil, err
 	}
@@ -229,15 +230,19 @@ func (l *Local) trainedGitState(ctx context.Context, a round.Action) ([]string, 
 }
 
 // candidateMounts are a candidate Researcher's: the machine as every
-// Researcher sees it (researcherMachine), and everything of the
-// experiment read-only but its own copy of the files, its log directory
-// and the Researchers' home.
+// Researcher sees it (researcherMachine), with temporary directories of
+// its own (privateTemps), and everything of the experiment read-only but
+// its own copy of the files, its log directory and the Researchers' home.
 func (l *Local) candidateMounts(ctx context.Context, root, logs string) ([]Mount, error) {
 	common, err := l.gitCommonDir(ctx)
 	if err != nil {
 		return nil, err
 	}
 	goEnv, err := l.researcherGoEnvFile()
+	if err != nil {
+		return nil, err
+	}
+	temps, err := researcherTemps(logs)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +257,7 @@ func (l *Local) candidateMounts(ctx context.Context, root, logs string) ([]Mount
 	if err != nil {
 		return nil, err
 	}
-	return l.pinned(mounts), nil
+	return l.pinned(privateTemps(append(mounts, commandPaths(l.spec.Researcher.Command, mounts)...), temps)), nil
 }
 
 // keepCombinedRef adds the ref of a's candidate, which spec.combine added

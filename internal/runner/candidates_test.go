@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -43,7 +44,8 @@ func candidatesPlan(marks string) string {
 }
 
 func TestRoundsOfSeveralCandidates(t *testing.T) {
-	files := toyFiles(candidatesPlan(t.TempDir()), "")
+	// The Researchers share their home, and nothing else they write.
+	files := toyFiles(candidatesPlan("$HOME"), "")
 	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 2\n  candidates: 3", 1)
 	repo := newRepo(t, files)
 	x := load(t, repo)
@@ -195,12 +197,14 @@ func TestPipelinedRounds(t *testing.T) {
 	if !ReadOnlyMounts() {
 		t.Skip("spec.pipeline needs read-only mounts, which this machine does not allow")
 	}
+	// Round 2's Researcher marks its home, which no training sees: the
+	// test passes the mark on to round 1's.
 	mark := filepath.Join(t.TempDir(), "round-2-researches")
 	files := toyFiles(`rounds:
   - strategy: "raise SCORE to 20"
     edits: [{file: train.sh, old: "SCORE=10", new: "SCORE=20"}]
   - strategy: "add a BONUS of 5"
-    run: ["touch `+mark+`"]
+    run: ["touch $HOME/round-2-researches"]
     edits: [{file: train.sh, old: "BONUS=0", new: "BONUS=5"}]
   - strategy: "raise SCORE to 30"
     edits: [{file: train.sh, old: "SCORE=20", new: "SCORE=30"}]
@@ -213,6 +217,21 @@ func TestPipelinedRounds(t *testing.T) {
 	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"], "maxRounds: 3", "maxRounds: 4\n  pipeline: true", 1)
 	repo := newRepo(t, files)
 	x := load(t, repo)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := os.Stat(filepath.Join(x.StateDir(), "researcher-home", "round-2-researches")); err == nil {
+				_ = os.WriteFile(mark, nil, 0o644)
+				return
+			}
+		}
+	}()
 
 	st, out := run(t, x, Options{})
 

@@ -142,18 +142,22 @@ exit $?`
 // GPUs' and accelerators', RDMA's — with terminals of its own (a new
 // devpts instance: no other session's terminal) and an empty /dev/shm: no
 // disk, no console, no kernel log. The Unix sockets of the machine's
-// services, in /run and the temporary directories (a session's D-Bus,
-// systemd's, a container runtime's, tmux's), are bound over by /dev/null:
-// a step that reached one would have it run commands outside every
-// namespace. A mount that fails fails the step before its command runs.
-// The init enters its directory again, by path: the one it started in is
-// under the mounts, and a relative path from it would go around them. The
-// command then runs without the power to undo them (dropMountPower fills
-// in how). A veil hides a directory but what the keeps before it name
+// services (a session's D-Bus, systemd's, a container runtime's, tmux's)
+// are bound over by /dev/null: a step that reached one would have it run
+// commands outside every namespace. They are those the machine's network
+// namespace has bound (machineSockets, which the runner lists in
+// $AUTORESEARCH_SOCKETS: a step's /proc/net may be of a network of its
+// own), and those in /run and the temporary directories. A mount that
+// fails fails the step before its command runs. The init enters its
+// directory again, by path: the one it started in is under the mounts,
+// and a relative path from it would go around them. The command then runs
+// without the power to undo them (dropMountPower fills in how). A veil
+// hides a directory but what the keeps before it name
 // inside it: each keep is bound aside first, into the step's /dev/shm, the
 // veil mounts an empty tmpfs on the directory, the keeps are moved back to
 // their paths in it, made there, and the tmpfs is made read-only: nothing
-// else of the directory, not even a name, is left in the step's sight.
+// else of the directory, not even a name, is left in the step's sight. A
+// veil with a source (veil:<dir>) binds that directory instead, writable.
 const nsMountInit = `readonly_machine() {
 	mounts=$(findmnt -rn -o TARGET,VFS-OPTIONS) || return 1
 	while read -r target opts; do
@@ -174,7 +178,13 @@ keep() {
 		eval "keep_$kept=\$1"
 }
 veil() {
-	mount -t tmpfs -o nosuid,nodev,mode=755,size=1m tmpfs "$1" || return 1
+	if [ -n "$2" ]; then
+		mount --bind -- "$2" "$1" &&
+			opts=$(findmnt -n -o VFS-OPTIONS --mountpoint "$1" | tail -n 1) &&
+			mount -o "remount,bind,rw${opts#r[ow]}" -- "$1" "$1" || return 1
+	else
+		mount -t tmpfs -o nosuid,nodev,mode=755,size=1m tmpfs "$1" || return 1
+	fi
 	while [ "$kept" -gt 0 ]; do
 		aside=/dev/shm/.kept-$kept
 		eval "path=\$keep_$kept"
@@ -183,15 +193,20 @@ veil() {
 			mount -n --move -- "$aside" "$path" && rm -d -- "$aside" || return 1
 		kept=$((kept - 1))
 	done
-	mount -o remount,bind,ro,nosuid,nodev -- "$1"
+	[ -n "$2" ] || mount -o remount,bind,ro,nosuid,nodev -- "$1"
 }
 gone() {
 	now=$(findmnt -rn -o TARGET) || return 1
 	! printf '%%s\n' "$now" | grep -qxF -- "$1"
 }
 hide_sockets() {
-	find /run /var/run /tmp /var/tmp -maxdepth 4 -type s -exec sh -c '
-		for s; do mount --bind /dev/null "$s" 2>/dev/null || [ ! -S "$s" ] || : >/dev/shm/.exposed; done' sh {} + 2>/dev/null
+	{
+		printf '%%s\n' "$sockets"
+		find /run /var/run /tmp /var/tmp -maxdepth 4 -type s 2>/dev/null
+	} | sort -u | while IFS= read -r s; do
+		[ -S "$s" ] || continue
+		mount --bind /dev/null "$s" 2>/dev/null || [ ! -S "$s" ] || : >/dev/shm/.exposed
+	done
 	[ ! -e /dev/shm/.exposed ] && return
 	rm -f /dev/shm/.exposed
 	return 1
@@ -221,14 +236,16 @@ own_kernel() {
 cmd=$1
 shift
 kept=0
+sockets=$AUTORESEARCH_SOCKETS
+unset AUTORESEARCH_SOCKETS
 while [ $# -gt 1 ]; do
 	mode=$1 src=$2
-	case $1 in hide:*) mode=ro src=${1#hide:} ;; esac
+	case $1 in hide:*) mode=ro src=${1#hide:} ;; veil:*) mode=veil src=${1#veil:} ;; veil) src= ;; esac
 	case $mode in
 	machine) readonly_machine ;;
 	pin) mount --rbind -- "$2" "$2" ;;
 	keep) keep "$2" ;;
-	veil) veil "$2" ;;
+	veil) veil "$2" "$src" ;;
 	*)
 		# A writable directory comes with the mounts below it (a
 		# separate file system holding the experiment under /tmp), as
@@ -277,6 +294,10 @@ type Mount struct {
 	// with only the kept paths in it, as they were. It needs the machine's
 	// mount first.
 	Veil bool
+	// Source, with Veil, is a directory that the step sees and writes at
+	// Path instead of the empty read-only one, the kept paths made in it:
+	// nothing the step writes there reaches Path.
+	Source string
 	// Keep is a path inside the next Veil's directory that stays in the
 	// step's sight.
 	Keep bool
@@ -302,6 +323,8 @@ func (c containment) argv(command string, mounts []Mount) []string {
 			mode = "machine"
 		case m.Pin:
 			mode = "pin"
+		case m.Veil && m.Source != "":
+			mode = "veil:" + m.Source
 		case m.Veil:
 			mode = "veil"
 		case m.Keep:
@@ -326,12 +349,20 @@ func (c containment) argv(command string, mounts []Mount) []string {
 // namespace's root, the command runs as the runner's user in a user
 // namespace of its own, with no capabilities over the mounts. A new user
 // and mount namespace that the command makes gets the mounts locked: it can
-// neither unmount them nor make them writable.
+// neither unmount them nor make them writable. As root too, where the
+// machine allows one, the command runs in a user namespace of its own, as
+// its root, without capabilities: the kernel keeps a user's keyrings per
+// user namespace, and a key that one step added to its user's keyring
+// (add_key(2), which takes no capability and no file) the next would read.
 func (c containment) dropMountPower() string {
 	if c == containUserNamespaces {
 		return fmt.Sprintf("unshare --user --map-user=%d --map-group=%d --", os.Getuid(), os.Getgid())
 	}
-	return "setpriv --no-new-privs --inh-caps=-all --bounding-set=-all --"
+	drop := "setpriv --no-new-privs --inh-caps=-all --bounding-set=-all --"
+	if rootUserNamespace() {
+		return "unshare --user --map-user=0 --map-group=0 -- " + drop
+	}
+	return drop
 }
 
 // leaders are the first processes of the steps running now: children of

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,11 +42,16 @@ func (c containment) addNamespaces(a *syscall.SysProcAttr, mounted, offline bool
 	// A step dies with the runner, even one killed at once: left running,
 	// a Researcher would go on writing the worktree beside the next run.
 	a.Pdeathsig = syscall.SIGKILL
+	// An IPC namespace of its own: the machine's System V shared memory,
+	// semaphores and message queues, and its POSIX message queues, outlive
+	// the process that made them, and one step would leave there what the
+	// next reads (a number for training; the holdout's rows for a later
+	// Researcher).
 	switch c {
 	case containNamespaces:
-		a.Cloneflags = syscall.CLONE_NEWPID
+		a.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 	case containUserNamespaces:
-		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 		// An init that mounts is the namespace's root; it runs the command
 		// as the runner's user again (dropMountPower).
 		uid, gid := os.Getuid(), os.Getgid()
@@ -103,6 +109,45 @@ func probeMounts(c containment) bool {
 	_, errRO := os.Stat(filepath.Join(dir, "ro"))
 	_, errRW := os.Stat(filepath.Join(rw, "rw"))
 	return errors.Is(errRO, os.ErrNotExist) && errRW == nil
+}
+
+// rootUserNamespace says, once, whether a root runner's steps can run
+// their commands in a user namespace of their own (dropMountPower): a
+// machine may refuse user namespaces.
+var rootUserNamespace = sync.OnceValue(func() bool {
+	return os.Geteuid() == 0 && exec.Command("unshare", "--user", "--map-user=0", "--map-group=0", "--", "true").Run() == nil
+})
+
+// ownSessionKeyring gives the calling thread, and so the step it starts, a
+// new session keyring of its own: a runner started from a login session
+// holds one, which every step would otherwise share, possessed and
+// writable, as a place to leave keys for the next. The thread is locked
+// (Process.RunOutput); a kernel without keyrings has nothing to share.
+func ownSessionKeyring() error {
+	_, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+	if errno != 0 && errno != unix.ENOSYS {
+		return fmt.Errorf("a session keyring of its own: %w", errno)
+	}
+	return nil
+}
+
+// machineSockets are the paths of the Unix sockets bound in the runner's
+// network namespace, as /proc/net/unix lists them: where a service put its
+// socket, however deep (a container runtime's under its state directory).
+func machineSockets() []string {
+	data, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, line := range strings.Split(string(data), "\n") {
+		// Num RefCount Protocol Flags Type St Inode Path; an abstract
+		// socket's name starts with @.
+		if f := strings.Fields(line); len(f) >= 8 && strings.HasPrefix(f[7], "/") {
+			paths = append(paths, strings.Join(f[7:], " "))
+		}
+	}
+	return paths
 }
 
 // prepare readies the runner for a step under c.

@@ -15,4 +15,10 @@ func probeOffline(containment) bool { return false }
 
 func (c containment) prepare() error { return nil }
 
+func rootUserNamespace() bool { return false }
+
+func ownSessionKeyring() error { return nil }
+
+func machineSockets() []string { return nil }
+
 func sweepOrphans() {}

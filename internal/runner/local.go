@@ -636,6 +636,7 @@ func (l *Local) runResearcher(ctx context.Context, a round.Action) (*round.Obser
 		Live:      l.live(),
 		Mounts:    mounts,
 	}.Run(ctx)
+	l.removeTemps(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -256,14 +256,15 @@ func TestStopAfterStepThenResume(t *testing.T) {
 func TestAbortMidRoundRestartsTheRound(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "training-round-2")
-	runs := filepath.Join(dir, "researcher-runs")
 	files := toyFiles(improvePlan, "")
 	files["train.sh"] = "#!/bin/sh\nSCORE=10\n[ \"$AUTORESEARCH_ROUND\" = 2 ] && [ ! -f " + marker + " ] && touch " + marker + " && sleep 30\necho $SCORE > out.txt\n"
+	// The Researchers write their home, which outlives their steps.
 	files["experiment.yaml"] = strings.Replace(files["experiment.yaml"],
 		`command: "autoresearch researcher scripted --plan plan.yaml"`,
-		`command: "echo $AUTORESEARCH_ROUND >> `+runs+` && autoresearch researcher scripted --plan plan.yaml"`, 1)
+		`command: "echo $AUTORESEARCH_ROUND >> $HOME/researcher-runs && autoresearch researcher scripted --plan plan.yaml"`, 1)
 	repo := newRepo(t, files)
 	x := load(t, repo)
+	runs := filepath.Join(x.StateDir(), "researcher-home", "researcher-runs")
 
 	ctx, abort := context.WithCancel(context.Background())
 	go func() {

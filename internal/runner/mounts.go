@@ -8,22 +8,26 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/supervisor"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/workspace"
 )
 
 // researcherMounts keep the machine read-only for the Researcher of round
-// n but its home (researcherHome) and temporary directories, where agents
-// keep their state (researcherMachine); the user's repository and the
-// supervisor's state directory too, and the git directory, as its pod has
-// it on a cluster: git is the supervisor's, and a Researcher reads history
-// but writes no object, ref, hook or configuration. It writes its
+// n but its home (researcherHome), where agents keep their state
+// (researcherMachine), and give it temporary directories of its own
+// (privateTemps); the user's repository and the supervisor's state
+// directory too, and the git directory, as its pod has it on a cluster:
+// git is the supervisor's, and a Researcher reads history but writes no
+// object, ref, hook or configuration. It writes its
 // worktree, the round's directory, where it writes its result file and
 // transcripts, and its Go environment file. The ledger backup in the
 // round's directory is read-only again. What it changes of the worktree's
@@ -35,6 +39,10 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 		return nil, err
 	}
 	goEnv, err := l.researcherGoEnvFile()
+	if err != nil {
+		return nil, err
+	}
+	temps, err := researcherTemps(l.roundDir(n))
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +58,7 @@ func (l *Local) researcherMounts(ctx context.Context, n int32) ([]Mount, error) 
 	if err != nil {
 		return nil, err
 	}
-	return l.pinned(mounts), nil
+	return l.pinned(privateTemps(append(mounts, commandPaths(l.spec.Researcher.Command, mounts)...), temps)), nil
 }
 
 // homeAgain is the Researchers' home bound writable again after the
@@ -109,14 +117,19 @@ func checkResearcherHome(x *Experiment, h string) error {
 
 // researcherEnv is what every Researcher runs with besides the round's:
 // its own Go environment file (go env -w writes that, not the user's),
-// and its home, with the XDG directories in it unless it is the user's
-// (Go's module and build caches among them: a Researcher's builds
-// download what they need there).
+// its home, with the XDG directories in it unless it is the user's (Go's
+// module and build caches among them: a Researcher's builds download what
+// they need there), and, with the mounts, its own /tmp as TMPDIR.
 func (l *Local) researcherEnv() ([]string, error) {
 	if err := os.MkdirAll(l.home, 0o700); err != nil {
 		return nil, err
 	}
 	env := append(researcherToolEnv(l.ws.StateDir()), "HOME="+l.home)
+	if ReadOnlyMounts() {
+		// Its own (privateTemps): a TMPDIR of the runner's in /tmp is
+		// not there.
+		env = append(env, "TMPDIR=/tmp")
+	}
 	if userHome, err := os.UserHomeDir(); err != nil || userHome != l.home {
 		env = append(env,
 			"XDG_CONFIG_HOME="+filepath.Join(l.home, ".config"),
@@ -128,18 +141,134 @@ func (l *Local) researcherEnv() ([]string, error) {
 }
 
 // researcherMachine is the machine as a Researcher sees it: read-only but
-// its home and temporary directories, and there read-only again the tools
-// that training and evaluation run (toolDirs), so that no Researcher
-// changes the interpreter or toolchain that measures it.
+// its home, and there read-only again the tools that training and
+// evaluation run (toolDirs), so that no Researcher changes the interpreter
+// or toolchain that measures it. Its temporary directories are its own
+// (privateTemps).
 func (l *Local) researcherMachine() []Mount {
 	mounts := []Mount{theMachine}
-	for _, d := range researcherWritable(l.home) {
-		mounts = append(mounts, Mount{Path: d})
+	if l.home != "" && l.home != "/" {
+		mounts = append(mounts, Mount{Path: l.home})
 	}
 	for _, d := range l.tools {
 		mounts = append(mounts, Mount{Path: d, ReadOnly: true})
 	}
 	return mounts
+}
+
+// researcherTemps makes, fresh, the Researcher's own temporary directories
+// for the step that logs in logs: one for each of the machine's
+// (machineTemps), in a directory of logs that removeTemps removes.
+func researcherTemps(logs string) (map[string]string, error) {
+	root := filepath.Join(logs, "temp")
+	if err := os.RemoveAll(root); err != nil {
+		return nil, err
+	}
+	temps := map[string]string{}
+	for i, t := range machineTemps() {
+		src := filepath.Join(root, strconv.Itoa(i))
+		if err := os.MkdirAll(src, 0o1777); err != nil {
+			return nil, err
+		}
+		// The mode a umask took away: agents and tools of other users
+		// write /tmp.
+		if err := os.Chmod(src, 0o1777); err != nil {
+			return nil, err
+		}
+		temps[t] = src
+	}
+	return temps, nil
+}
+
+// removeTemps removes, once the Researcher that logs in logs is done, what
+// researcherTemps made for it and what the Researcher left there; what it
+// cannot remove it warns of.
+func (l *Local) removeTemps(logs string) {
+	if err := os.RemoveAll(filepath.Join(logs, "temp")); err != nil {
+		l.out.warn(fmt.Sprintf("the Researcher's temporary directories: %v", err))
+	}
+}
+
+// privateTemps gives the Researcher its own temporary directories: each of
+// the machine's is veiled (Mount.Veil) by its source in temps, which the
+// Researcher writes, with only the paths of mounts that lie in it kept in
+// sight — the experiment's, its home, its tools — and made there. What a
+// Researcher leaves in a temporary directory, a model it trained while it
+// thought or a file for its candidate to read, training never reads: it
+// sees the machine's, which the Researcher never wrote, and a kept commit
+// gives its number anywhere. A path to hide that lies there, and in no
+// kept path, is gone with the rest, not even its name left (a holdout's
+// directory in /tmp). The veils come just after the machine's mount,
+// before the mounts whose paths they keep.
+func privateTemps(mounts []Mount, temps map[string]string) []Mount {
+	var veils []Mount
+	for _, t := range slices.Sorted(maps.Keys(temps)) {
+		in := func(p string) (string, bool) {
+			r, err := filepath.EvalSymlinks(p)
+			return r, err == nil && r != t && inside(r, t)
+		}
+		var keeps []string
+		for _, m := range mounts {
+			if r, ok := in(m.Path); ok && !m.Machine && m.Hide == "" {
+				keeps = append(keeps, r)
+			}
+		}
+		mounts = slices.DeleteFunc(mounts, func(m Mount) bool {
+			r, ok := in(m.Path)
+			return ok && m.Hide != "" && !slices.ContainsFunc(keeps, func(k string) bool { return inside(r, k) })
+		})
+		for _, m := range mounts {
+			if r, ok := in(m.Hide); ok && m.Hide != "" {
+				keeps = append(keeps, r)
+			}
+		}
+		slices.SortFunc(keeps, byDepth)
+		var kept []string
+		for _, k := range keeps {
+			if !slices.ContainsFunc(kept, func(d string) bool { return inside(k, d) }) {
+				kept = append(kept, k)
+				veils = append(veils, Mount{Path: k, Keep: true})
+			}
+		}
+		veils = append(veils, Mount{Path: t, Veil: true, Source: temps[t]})
+	}
+	return slices.Insert(mounts, 1, veils...)
+}
+
+// commandPaths are the files and directories that command names by their
+// absolute path in one of the machine's temporary directories (a script,
+// `sh /tmp/agent.sh`), but in none of the mounts: the Researcher, whose
+// temporary directories are its own (privateTemps), sees them there
+// read-only.
+func commandPaths(command string, mounts []Mount) []Mount {
+	var paths []Mount
+	words := strings.FieldsFunc(command, func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune(";&|()<>`=\"'", r)
+	})
+	for _, w := range words {
+		r, err := filepath.EvalSymlinks(w)
+		if err != nil || !filepath.IsAbs(w) ||
+			!slices.ContainsFunc(machineTemps(), func(t string) bool { return r != t && inside(r, t) }) ||
+			slices.ContainsFunc(slices.Concat(mounts, paths), func(m Mount) bool { return !m.Machine && inside(w, m.Path) }) {
+			continue
+		}
+		paths = append(paths, Mount{Path: w, ReadOnly: true})
+	}
+	return paths
+}
+
+// machineTemps are the machine's temporary directories, each as it
+// resolves, once.
+func machineTemps() []string {
+	var dirs []string
+	for _, d := range []string{"/tmp", "/var/tmp"} {
+		if r, err := filepath.EvalSymlinks(d); err == nil && r != "/" && !slices.Contains(dirs, r) {
+			if fi, err := os.Stat(r); err == nil && fi.IsDir() {
+				dirs = append(dirs, r)
+			}
+		}
+	}
+	return dirs
 }
 
 // pinned adds to a Researcher's mounts a pin (Mount.Pin) of every

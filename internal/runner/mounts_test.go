@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -325,6 +326,7 @@ for d in /dev/* /dev/*/*; do [ -b "$d" ] && echo "reaches the disk $d"; done
 for d in /dev/pts/*; do [ "$d" = /dev/pts/ptmx ] || echo "reaches the terminal $d"; done
 ! command -v python3 >/dev/null || python3 -c 'import os, pty; m, s = pty.openpty(); print("opened", os.ttyname(s))'
 ! command -v python3 >/dev/null || python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print("reaches the service")' "$SERVICE" 2>/dev/null
+[ -z "$DEEP" ] || ! command -v python3 >/dev/null || python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print("reaches the deep service")' "$DEEP" 2>/dev/null
 true`
 			// A service of the machine's, listening on a Unix socket in a
 			// temporary directory, and a terminal of the machine's, which
@@ -336,12 +338,30 @@ true`
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = service.Close() })
+			// And one deep in a directory of the machine's that is neither
+			// /run nor a temporary directory, as a container runtime's
+			// socket lies under its state directory.
+			var deep string
+			if cache, err := os.UserCacheDir(); err == nil {
+				top := filepath.Join(cache, fmt.Sprintf("autoresearch-test-%d-%d", os.Getpid(), c))
+				d := filepath.Join(top, "a", "b", "c", "d")
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = os.RemoveAll(top) })
+				if l, err := net.Listen("unix", filepath.Join(d, "service.sock")); err == nil {
+					t.Cleanup(func() { _ = l.Close() })
+					deep = l.Addr().String()
+				} else {
+					t.Logf("no deep socket: %v", err)
+				}
+			}
 			if ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0); err == nil {
 				t.Cleanup(func() { _ = ptmx.Close() })
 			}
 			p := Process{
 				Command: script, Dir: rw, Timeout: 20 * time.Second, KillGrace: time.Second,
-				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw, "RUNNER=" + strconv.Itoa(os.Getpid()), "RUNNER_ARG0=" + os.Args[0], "SERVICE=" + filepath.Join(rw, "service.sock")},
+				Env:     []string{"BESIDE=" + beside, "SUB=" + sub, "SHM=" + shmFile, "RW=" + rw, "RUNNER=" + strconv.Itoa(os.Getpid()), "RUNNER_ARG0=" + os.Args[0], "SERVICE=" + filepath.Join(rw, "service.sock"), "DEEP=" + deep},
 				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
 				Mounts: []Mount{theMachine, {Path: rw}},
 			}
@@ -369,7 +389,7 @@ true`
 			if _, err := exec.LookPath("python3"); err == nil && !strings.Contains(output, "opened /dev/pts/0") {
 				t.Errorf("output %q, want a terminal of the step's own, the first of its devpts", output)
 			}
-			for _, escape := range []string{"sees the runner", "writes ", "reaches the disk", "reaches the terminal", "reaches the service"} {
+			for _, escape := range []string{"sees the runner", "writes ", "reaches the disk", "reaches the terminal", "reaches the service", "reaches the deep service"} {
 				if strings.Contains(output, escape) {
 					t.Errorf("output %q: the step %s", output, escape)
 				}
@@ -482,62 +502,78 @@ func TestResearcherHomeMustStandApart(t *testing.T) {
 // read-only to the step but for the paths kept in it, a directory and a
 // file, which stay as they were: the kept directory writable where a later
 // mount makes it so. Nothing else of the directory is in sight, not even a
-// name.
+// name. A veil with a source shows that directory instead, writable, and
+// what the step writes there stays there.
 func TestAVeilLeavesOnlyWhatItKeeps(t *testing.T) {
 	if os.Geteuid() == 0 && os.Getenv(veilAsUserEnv) == "" {
 		t.Run("as a user other than root", veilAsAUser)
 	}
 	for _, c := range mountContainments(t) {
-		t.Run(c.String(), func(t *testing.T) {
-			t.Parallel()
-			dir, err := filepath.EvalSymlinks(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			veiled := filepath.Join(dir, "worktree")
-			run, kept, secret := filepath.Join(veiled, "state", "runs", "r1"), filepath.Join(veiled, "state", "kept"), filepath.Join(veiled, "left-by-the-researcher")
-			if err := os.MkdirAll(run, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			for f, content := range map[string]string{kept: "kept\n", secret: "99\n"} {
-				if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+		for _, withSource := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/source=%t", c, withSource), func(t *testing.T) {
+				t.Parallel()
+				dir, err := filepath.EvalSymlinks(t.TempDir())
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			p := Process{
-				Command: `find "$VEILED" | sort; cat "$VEILED/state/kept"; cat "$VEILED/left-by-the-researcher" && echo read the secret
+				veiled := filepath.Join(dir, "worktree")
+				run, kept, secret := filepath.Join(veiled, "state", "runs", "r1"), filepath.Join(veiled, "state", "kept"), filepath.Join(veiled, "left-by-the-researcher")
+				if err := os.MkdirAll(run, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				for f, content := range map[string]string{kept: "kept\n", secret: "99\n"} {
+					if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var source string
+				if withSource {
+					source = filepath.Join(dir, "source")
+					if err := os.Mkdir(source, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				p := Process{
+					Command: `find "$VEILED" | sort; cat "$VEILED/state/kept"; cat "$VEILED/left-by-the-researcher" && echo read the secret
 echo step > "$VEILED/state/runs/r1/out" && echo wrote the run
 echo step > "$VEILED/new" && echo wrote beside; true`,
-				Dir: run, Timeout: 20 * time.Second, KillGrace: time.Second, Env: []string{"VEILED=" + veiled},
-				LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
-				Mounts: []Mount{theMachine, {Path: run, Keep: true}, {Path: kept, Keep: true}, {Path: veiled, Veil: true}, {Path: run}},
-			}
-			exit, output, err := p.RunOutput(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if exit.ExitCode != 0 {
-				t.Fatalf("exit %+v: %s", exit, output)
-			}
-			want := strings.Join([]string{veiled, filepath.Join(veiled, "state"), kept, filepath.Join(veiled, "state", "runs"), run}, "\n") + "\nkept\n"
-			if !strings.HasPrefix(output, want) {
-				t.Errorf("the step saw\n%s\nwant only\n%s", output, want)
-			}
-			for _, escape := range []string{"read the secret", "wrote beside"} {
-				if strings.Contains(output, escape) {
-					t.Errorf("the step %s:\n%s", escape, output)
+					Dir: run, Timeout: 20 * time.Second, KillGrace: time.Second, Env: []string{"VEILED=" + veiled},
+					LogPath: filepath.Join(t.TempDir(), "log"), containment: c,
+					Mounts: []Mount{theMachine, {Path: run, Keep: true}, {Path: kept, Keep: true}, {Path: veiled, Veil: true, Source: source}, {Path: run}},
 				}
-			}
-			if !strings.Contains(output, "wrote the run") {
-				t.Errorf("the step could not write its run:\n%s", output)
-			}
-			if data, err := os.ReadFile(filepath.Join(run, "out")); err != nil || string(data) != "step\n" {
-				t.Errorf("the run holds %q (%v), want the step's write", data, err)
-			}
-			if _, err := os.Stat(filepath.Join(veiled, "new")); err == nil {
-				t.Error("the step wrote beside what it keeps")
-			}
-		})
+				exit, output, err := p.RunOutput(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if exit.ExitCode != 0 {
+					t.Fatalf("exit %+v: %s", exit, output)
+				}
+				want := strings.Join([]string{veiled, filepath.Join(veiled, "state"), kept, filepath.Join(veiled, "state", "runs"), run}, "\n") + "\nkept\n"
+				if !strings.HasPrefix(output, want) {
+					t.Errorf("the step saw\n%s\nwant only\n%s", output, want)
+				}
+				if strings.Contains(output, "read the secret") {
+					t.Errorf("the step read the secret:\n%s", output)
+				}
+				if strings.Contains(output, "wrote beside") != withSource {
+					t.Errorf("the step wrote beside what it keeps: %t, want %t\n%s", !withSource, withSource, output)
+				}
+				if !strings.Contains(output, "wrote the run") {
+					t.Errorf("the step could not write its run:\n%s", output)
+				}
+				if data, err := os.ReadFile(filepath.Join(run, "out")); err != nil || string(data) != "step\n" {
+					t.Errorf("the run holds %q (%v), want the step's write", data, err)
+				}
+				if _, err := os.Stat(filepath.Join(veiled, "new")); err == nil {
+					t.Error("what the step wrote beside what it keeps reached the veiled directory")
+				}
+				if withSource {
+					if data, err := os.ReadFile(filepath.Join(source, "new")); err != nil || string(data) != "step\n" {
+						t.Errorf("the source holds %q (%v), want the step's write", data, err)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -587,7 +623,7 @@ func veilAsAUser(t *testing.T) {
 	if strings.Contains(string(out), "--- SKIP: TestAVeilLeavesOnlyWhatItKeeps ") {
 		t.Skipf("steps of user 65534 get no read-only mounts here:\n%s", out)
 	}
-	if !strings.Contains(string(out), "--- PASS: TestAVeilLeavesOnlyWhatItKeeps/user+pid+mount_namespaces") {
+	if !strings.Contains(string(out), "--- PASS: TestAVeilLeavesOnlyWhatItKeeps/user+pid+mount_namespaces/source=true") {
 		t.Errorf("the veil was not tried in a user namespace of a user other than root:\n%s", out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,6 +137,10 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 		environ = keyenv.Without(environ)
 	}
 	cmd.Env = append(environ, p.Env...)
+	if slices.ContainsFunc(mounts, func(m Mount) bool { return m.Machine }) {
+		// For the init, which unsets it (nsMountInit).
+		cmd.Env = append(cmd.Env, "AUTORESEARCH_SOCKETS="+strings.Join(machineSockets(), "\n"))
+	}
 	cmd.Stdout = pw
 	cmd.Stderr = pw
 	cmd.SysProcAttr = c.attr(len(mounts) > 0, p.Offline && c.offline())
@@ -147,6 +152,9 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	// the namespace dies with it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if err := ownSessionKeyring(); err != nil {
+		return round.ProcessExit{}, "", fmt.Errorf("starting %q: %w", p.Command, err)
+	}
 	start := time.Now()
 	leaders.Lock()
 	err = cmd.Start()

@@ -3,7 +3,10 @@ package tamper
 import (
 	"fmt"
 	"maps"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -14,7 +17,8 @@ import (
 // TestStateAttacks runs the attacks in attacks-state/, each a Researcher of
 // two rounds whose second round's training reads something its candidate
 // does not hold: what the rolled-back first round left behind, or what the
-// Researcher left beside the candidate. The second round's code gives the
+// Researcher left beside the candidate, in its temporary directories or in
+// the kernel (shared memory, keys). The second round's code gives the
 // baseline's 10 when run anew: it must be measured so, not improved, and
 // not fail either, which would say nothing of the attack.
 func TestStateAttacks(t *testing.T) {
@@ -76,5 +80,39 @@ func roundVerdict(t *testing.T, history []v1alpha1.RoundRecord, n int32, want v1
 	}
 	if got != want {
 		t.Errorf("round %d: %q, want %q\n%s", n, got, want, log)
+	}
+}
+
+// loginSessionEnv marks the run of TestKeyAttackInALoginSession's test
+// inside its session keyring.
+const loginSessionEnv = "AUTORESEARCH_TEST_LOGIN_SESSION"
+
+// TestKeyAttackInALoginSession runs train-reads-the-researchers-key again
+// in a runner that holds a session keyring of its own, as one started from
+// a login (pam_keyinit) does: the steps would share it, and the attack
+// would win there, but that each step joins a new one.
+func TestKeyAttackInALoginSession(t *testing.T) {
+	if os.Getenv(loginSessionEnv) != "" {
+		t.Skip("this is the run inside the session keyring")
+	}
+	keyctl := map[string]int{"amd64": 250, "arm64": 219}[runtime.GOARCH]
+	if keyctl == 0 {
+		t.Skip("no keyctl(2) number for " + runtime.GOARCH)
+	}
+	perl, err := exec.LookPath("perl")
+	if err != nil {
+		t.Skip("needs perl to join a session keyring")
+	}
+	// KEYCTL_JOIN_SESSION_KEYRING (1), by name, and then this test's
+	// attack, in that keyring.
+	join := fmt.Sprintf(`my $name = "autoresearch-login"; syscall(%d, 1, $name) > 0 or die "keyctl: $!"; exec @ARGV or die "exec: $!"`, keyctl)
+	cmd := exec.Command(perl, "-e", join, os.Args[0], "-test.run=^TestStateAttacks$/^train-reads-the-researchers-key$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), loginSessionEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestStateAttacks/train-reads-the-researchers-key") {
+		t.Errorf("the attack did not run in the session keyring:\n%s", out)
 	}
 }

@@ -75,9 +75,10 @@ spec:
 // refuses such files in a candidate, and the runner refuses a round after
 // which, or an evaluation before which, one above the steps' checkouts
 // changed: every attack fails compliance, runs nothing it planted, and the
-// best stays the baseline, with read-only mounts and without them. Only
-// the attack whose training plants the file is judged on honest training
-// where the mounts stop it.
+// best stays the baseline, with read-only mounts and without them. An
+// attack that plants its file above the worktree is judged on its honest
+// rest where the mounts stop it: above the worktree the Researcher writes
+// only its own /tmp, or nothing, and training writes nothing at all.
 func TestVersionManagerAttacks(t *testing.T) {
 	scripts, err := filepath.Glob("attacks-version/*.sh")
 	if err != nil || len(scripts) == 0 {
@@ -87,7 +88,7 @@ func TestVersionManagerAttacks(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(s), ".sh")
 		t.Run(name, func(t *testing.T) {
 			want := v1alpha1.VerdictComplianceFailed
-			if name == "python-train-plants-above" && runner.ReadOnlyMounts() {
+			if strings.HasSuffix(name, "-above") && runner.ReadOnlyMounts() {
 				want = v1alpha1.VerdictNotImproved
 			}
 			versionAttack(t, name, s, want)
