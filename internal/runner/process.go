@@ -76,6 +76,22 @@ func (p Process) Run(ctx context.Context) (round.ProcessExit, error) {
 	return exit, err
 }
 
+// environ is the environment of the step, with mounts: the runner's,
+// without the model's keys unless p.APIKeys, then p.Env, and for an init
+// that makes the machine read-only, which unsets it (nsMountInit), the
+// machine's sockets.
+func (p Process) environ(mounts []Mount) []string {
+	environ := os.Environ()
+	if !p.APIKeys {
+		environ = keyenv.Without(environ)
+	}
+	environ = append(environ, p.Env...)
+	if slices.ContainsFunc(mounts, func(m Mount) bool { return m.Machine }) {
+		environ = append(environ, "AUTORESEARCH_SOCKETS="+strings.Join(machineSockets(), "\n"))
+	}
+	return environ
+}
+
 // RunOutput starts the process in a session of its own, so that a
 // terminal's Ctrl-C reaches only the supervisor, and contained as
 // Containment says, so that every process it starts dies with it: at its
@@ -132,15 +148,7 @@ func (p Process) RunOutput(ctx context.Context) (round.ProcessExit, string, erro
 	argv := c.argv(command, mounts)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
-	environ := os.Environ()
-	if !p.APIKeys {
-		environ = keyenv.Without(environ)
-	}
-	cmd.Env = append(environ, p.Env...)
-	if slices.ContainsFunc(mounts, func(m Mount) bool { return m.Machine }) {
-		// For the init, which unsets it (nsMountInit).
-		cmd.Env = append(cmd.Env, "AUTORESEARCH_SOCKETS="+strings.Join(machineSockets(), "\n"))
-	}
+	cmd.Env = p.environ(mounts)
 	cmd.Stdout = pw
 	cmd.Stderr = pw
 	cmd.SysProcAttr = c.attr(len(mounts) > 0, p.Offline && c.offline())
