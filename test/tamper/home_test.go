@@ -44,12 +44,15 @@ func TestHomeAttacks(t *testing.T) {
 					opts.ResearcherHome = home
 				}
 				// The Researcher also keeps state in its HOME, as agents do.
+				// Its command names the attack, which a Researcher sees,
+				// read-only, where it lies in /tmp: a clone of this
+				// repository there.
 				researcher := filepath.Join(t.TempDir(), "researcher.sh")
-				if err := os.WriteFile(researcher, []byte("sh "+script+"\necho state > \"$HOME/agent-state\"\n"), 0o644); err != nil {
+				if err := os.WriteFile(researcher, []byte("sh \"$1\"\necho state > \"$HOME/agent-state\"\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				files := maps.Clone(PyToy)
-				files["experiment.yaml"] = pyToyExperiment("home", "{runs: 1}", "python3", researcher)
+				files["experiment.yaml"] = pyToyExperiment("home", "{runs: 1}", "python3", researcher+" "+script)
 				x, _, log := runRepoWith(t, filepath.Join(t.TempDir(), "repo"), files, opts)
 				own := filepath.Join(x.StateDir(), "researcher-home")
 				if given {
