@@ -122,10 +122,12 @@ var rootUserNamespace = sync.OnceValue(func() bool {
 // new session keyring of its own: a runner started from a login session
 // holds one, which every step would otherwise share, possessed and
 // writable, as a place to leave keys for the next. The thread is locked
-// (Process.RunOutput); a kernel without keyrings has nothing to share.
+// (Process.RunOutput). A kernel without keyrings, or a seccomp filter that
+// denies keyctl(2) (a container runtime's default, where the step wrapper
+// runs in a pod), leaves nothing to share: the step is denied it too.
 func ownSessionKeyring() error {
 	_, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
-	if errno != 0 && errno != unix.ENOSYS {
+	if errno != 0 && errno != unix.ENOSYS && errno != unix.EPERM {
 		return fmt.Errorf("a session keyring of its own: %w", errno)
 	}
 	return nil
