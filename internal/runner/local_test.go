@@ -158,6 +158,10 @@ func TestProcessFailuresBecomeVerdicts(t *testing.T) {
 		step    string
 		verdict v1alpha1.Verdict
 		insight string
+		// researcherTimeout replaces the toy's 20s where the case is
+		// about it: under a loaded machine's test run a short one would
+		// time out a Researcher that only edits.
+		researcherTimeout string
 	}{
 		"researcher crash": {
 			step:    `{strategy: "crash", exitCode: 3}`,
@@ -165,7 +169,7 @@ func TestProcessFailuresBecomeVerdicts(t *testing.T) {
 		},
 		"researcher timeout": {
 			step:    `{strategy: "think forever", sleep: 30s}`,
-			verdict: v1alpha1.VerdictResearcherFailed, insight: "timeout",
+			verdict: v1alpha1.VerdictResearcherFailed, insight: "timeout", researcherTimeout: "2s",
 		},
 		"training crash": {
 			step:    `{strategy: "break training", edits: [{file: train.sh, old: "SCORE=10", new: "exit 7"}]}`,
@@ -187,8 +191,12 @@ func TestProcessFailuresBecomeVerdicts(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			files := toyFiles("rounds:\n  - "+tc.step+"\n", "")
+			researcherTimeout := "20s"
+			if tc.researcherTimeout != "" {
+				researcherTimeout = tc.researcherTimeout
+			}
 			files["experiment.yaml"] = strings.NewReplacer(
-				"maxRounds: 3", "maxRounds: 1", "timeLimit: 10s", "timeLimit: 1s", "timeout: 20s", "timeout: 2s",
+				"maxRounds: 3", "maxRounds: 1", "timeLimit: 10s", "timeLimit: 1s", "timeout: 20s", "timeout: "+researcherTimeout,
 			).Replace(files["experiment.yaml"])
 			repo := newRepo(t, files)
 			x := load(t, repo)
