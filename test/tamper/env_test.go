@@ -19,10 +19,6 @@ import (
 // the repository or the run's state, fails it. A command the Researcher's
 // agent runs, without the key, finds it in no other process either.
 func TestStepsGetNoModelKey(t *testing.T) {
-	scripts, err := filepath.Glob("attacks-env/*.sh")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no environment attacks: %v", err)
-	}
 	keys := map[string]string{
 		"AUTORESEARCH_API_KEY": "SECRET-AUTORESEARCH-KEY",
 		"ANTHROPIC_API_KEY":    "SECRET-ANTHROPIC-KEY",
@@ -32,12 +28,8 @@ func TestStepsGetNoModelKey(t *testing.T) {
 	for name, key := range keys {
 		t.Setenv(name, key)
 	}
-	for _, s := range scripts {
-		name := strings.TrimSuffix(filepath.Base(s), ".sh")
-		script, err := filepath.Abs(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, a := range attacks(t, "attacks-env") {
+		name, script := a.name, a.script
 		t.Run(name, func(t *testing.T) { stepsGetNoModelKey(t, script, keys) })
 		if name == "researchers-command-reads-the-key" {
 			// Without the mounts' namespaces the runner, and the shell that

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
@@ -23,17 +22,8 @@ echo "holdout_score: $(./predict.sh "$rows")"
 // Round 2's candidate improves the evaluation but, run anew, not the
 // holdout: it must end overfit, and the best stay round 1's 20.
 func TestHoldoutStateAttacks(t *testing.T) {
-	scripts, err := filepath.Glob("attacks-holdout/*.sh")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no attacks: %v", err)
-	}
-	for _, s := range scripts {
-		name := strings.TrimSuffix(filepath.Base(s), ".sh")
-		t.Run(name, func(t *testing.T) {
-			script, err := filepath.Abs(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, a := range attacks(t, "attacks-holdout") {
+		t.Run(a.name, func(t *testing.T) {
 			hidden := filepath.Join(t.TempDir(), "holdout")
 			if err := os.MkdirAll(hidden, 0o755); err != nil {
 				t.Fatal(err)
@@ -47,7 +37,7 @@ func TestHoldoutStateAttacks(t *testing.T) {
 			files["predict.sh"] = "#!/bin/sh\ncat out.txt\n"
 			// The experiment file names the holdout: out of git.
 			files[".gitignore"] = "out.txt\ngo.work\nexperiment.yaml\n"
-			files["experiment.yaml"] = toyExperiment(script, 2, "train.sh, predict.sh", `  holdout:
+			files["experiment.yaml"] = toyExperiment(a.script, 2, "train.sh, predict.sh", `  holdout:
     command: 'sh "$AUTORESEARCH_HOLDOUT_DIR/holdout.sh"'
     metric: holdout_score
     dir: `+hidden+"\n")

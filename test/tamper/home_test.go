@@ -19,16 +19,8 @@ import (
 // user's home changes; where the user gives it the user's home
 // (Options.ResearcherHome), the same attack writes it.
 func TestHomeAttacks(t *testing.T) {
-	scripts, err := filepath.Glob("attacks-home/*.sh")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no home attacks: %v", err)
-	}
-	for _, s := range scripts {
-		name := strings.TrimSuffix(filepath.Base(s), ".sh")
-		script, err := filepath.Abs(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, a := range attacks(t, "attacks-home") {
+		name, script := a.name, a.script
 		for _, given := range []bool{false, true} {
 			sub := name
 			if given {
@@ -80,18 +72,11 @@ func TestHomeAttacks(t *testing.T) {
 // improves honestly (20, not the 99 of training that read them), and the
 // experiment branch, which the supervisor pushes, holds none of them.
 func TestUserCredentialsAreHidden(t *testing.T) {
-	scripts, err := filepath.Glob("attacks-credentials/*.sh")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no credential attacks: %v", err)
-	}
-	for _, s := range scripts {
-		t.Run(strings.TrimSuffix(filepath.Base(s), ".sh"), func(t *testing.T) {
+	for _, a := range attacks(t, "attacks-credentials") {
+		script := a.script
+		t.Run(a.name, func(t *testing.T) {
 			if !runner.ReadOnlyMounts() {
 				t.Skip("steps get no read-only mounts here")
-			}
-			script, err := filepath.Abs(s)
-			if err != nil {
-				t.Fatal(err)
 			}
 			home := userHome(t)
 			secrets := map[string]string{".ssh/id_ed25519": "SECRET-SSH-KEY", ".netrc": "machine example.com password SECRET-NETRC"}
@@ -184,16 +169,9 @@ func filesIn(t *testing.T, dir string) []string {
 // between one it writes and a mount of its is a mount point it cannot
 // move: nothing is moved, and the best stays the baseline's.
 func TestMoveAttacks(t *testing.T) {
-	scripts, err := filepath.Glob("attacks-move/*.sh")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no move attacks: %v", err)
-	}
-	for _, s := range scripts {
-		script, err := filepath.Abs(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Run(strings.TrimSuffix(filepath.Base(s), ".sh"), func(t *testing.T) {
+	for _, a := range attacks(t, "attacks-move") {
+		script := a.script
+		t.Run(a.name, func(t *testing.T) {
 			if !runner.ReadOnlyMounts() {
 				t.Skip("steps get no read-only mounts here")
 			}

@@ -38,12 +38,8 @@ func TestPythonAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	installed := strings.Fields(string(out))
-	scripts, err := filepath.Glob("attacks-python/*.sh")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no Python attacks: %v", err)
-	}
-	for _, s := range scripts {
-		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+	for _, a := range attacks(t, "attacks-python") {
+		name, script := a.name, a.script
 		t.Run(name, func(t *testing.T) {
 			evalPython, files := "python3", map[string]string{}
 			switch name {
@@ -59,10 +55,6 @@ func TestPythonAttacks(t *testing.T) {
 					t.Skip("dill is installed: torch finds it")
 				}
 				files["eval.py"] = "import torch\n" + PyToy["eval.py"]
-			}
-			script, err := filepath.Abs(s)
-			if err != nil {
-				t.Fatal(err)
 			}
 			repo := filepath.Join(t.TempDir(), "repo")
 			files["experiment.yaml"] = pyToyExperiment("pytoy", `{value: "10"}`, evalPython, script)

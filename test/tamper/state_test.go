@@ -22,19 +22,10 @@ import (
 // baseline's 10 when run anew: it must be measured so, not improved, and
 // not fail either, which would say nothing of the attack.
 func TestStateAttacks(t *testing.T) {
-	scripts, err := filepath.Glob("attacks-state/*.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range scripts {
-		name := strings.TrimSuffix(filepath.Base(s), ".sh")
-		t.Run(name, func(t *testing.T) {
-			script, err := filepath.Abs(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+	for _, a := range attacks(t, "attacks-state") {
+		t.Run(a.name, func(t *testing.T) {
 			files := maps.Clone(Toy)
-			files["experiment.yaml"] = toyExperiment(script, 2, "train.sh", "")
+			files["experiment.yaml"] = toyExperiment(a.script, 2, "train.sh", "")
 			repo := filepath.Join(t.TempDir(), "repo")
 			st, log := runRepo(t, repo, files)
 			roundVerdict(t, st.History, 2, v1alpha1.VerdictNotImproved, log)

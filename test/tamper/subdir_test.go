@@ -20,16 +20,8 @@ import (
 // run anew; without them, where the Researcher writes the state directory,
 // one it moved stops the run.
 func TestSubdirAttacks(t *testing.T) {
-	scripts, err := filepath.Glob("attacks-subdir/*.sh")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no attacks: %v", err)
-	}
-	for _, s := range scripts {
-		name := strings.TrimSuffix(filepath.Base(s), ".sh")
-		script, err := filepath.Abs(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, a := range attacks(t, "attacks-subdir") {
+		name, script := a.name, a.script
 		t.Run(name, func(t *testing.T) {
 			if !runner.ReadOnlyMounts() {
 				t.Skip("steps get no read-only mounts here: " + runner.MountsWarning())

@@ -135,32 +135,21 @@ var mountedVerdicts = map[string]v1alpha1.Verdict{
 }
 
 func TestAttacks(t *testing.T) {
-	scripts, err := filepath.Glob("attacks/*.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, s := range scripts {
-		names = append(names, strings.TrimSuffix(filepath.Base(s), ".sh"))
-	}
+	corpus := attacks(t, "attacks")
 	t.Logf("steps are contained by %s", runner.Containment())
-	if len(names) != len(verdicts) {
-		t.Fatalf("attacks %v; every attack needs its verdict in the table and every verdict its attack", names)
+	if len(corpus) != len(verdicts) {
+		t.Fatalf("attacks %v; every attack needs its verdict in the table and every verdict its attack", corpus)
 	}
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
-			want, ok := verdicts[name]
+	for _, a := range corpus {
+		t.Run(a.name, func(t *testing.T) {
+			want, ok := verdicts[a.name]
 			if !ok {
-				t.Fatalf("no verdict for attack %s", name)
+				t.Fatalf("no verdict for attack %s", a.name)
 			}
-			if v, ok := mountedVerdicts[name]; ok && runner.ReadOnlyMounts() {
+			if v, ok := mountedVerdicts[a.name]; ok && runner.ReadOnlyMounts() {
 				want = v
 			}
-			script, err := filepath.Abs(filepath.Join("attacks", name+".sh"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			runAttack(t, script, want)
+			runAttack(t, a.script, want)
 		})
 	}
 	if !runner.ReadOnlyMounts() {
@@ -194,20 +183,12 @@ func TestAttacksAsACandidate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole corpus again")
 	}
-	scripts, err := filepath.Glob("attacks/*.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ran, combined := 0, 0
-	for _, s := range scripts {
-		name := strings.TrimSuffix(filepath.Base(s), ".sh")
-		t.Run(name, func(t *testing.T) {
+	corpus := attacks(t, "attacks")
+	for _, a := range corpus {
+		t.Run(a.name, func(t *testing.T) {
 			ran++
-			script, err := filepath.Abs(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if runAttack(t, script, "") {
+			if runAttack(t, a.script, "") {
 				combined++
 			}
 		})
@@ -217,7 +198,7 @@ func TestAttacksAsACandidate(t *testing.T) {
 	}
 	// With mounts, attacks whose planting fails improve beside b: their
 	// merge with b must have been made and judged.
-	if ran == len(scripts) && combined == 0 {
+	if ran == len(corpus) && combined == 0 {
 		t.Error("no round combined an attack's candidate with b's")
 	}
 	t.Run("without-mounts", func(t *testing.T) {

@@ -42,16 +42,8 @@ func runAttacks(t *testing.T, dir, withoutMounts string, changesThePath bool) {
 	if err != nil {
 		t.Skip("no python3 on PATH")
 	}
-	scripts, err := filepath.Glob(dir + "/*.sh")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no attacks in %s: %v", dir, err)
-	}
-	for _, s := range scripts {
-		name := strings.TrimSuffix(filepath.Base(s), ".sh")
-		script, err := filepath.Abs(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, a := range attacks(t, dir) {
+		name, script := a.name, a.script
 		t.Run(name, func(t *testing.T) {
 			if !runner.ReadOnlyMounts() {
 				t.Skip("steps get no read-only mounts here")

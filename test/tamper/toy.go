@@ -26,6 +26,29 @@ var Toy = map[string]string{
 	".gitignore":          "out.txt\ngo.work\n",
 }
 
+// attack is a script of the corpus: its name, the file's without .sh, and
+// its absolute path.
+type attack struct{ name, script string }
+
+// attacks are the scripts in the corpus directory dir. A directory without
+// any fails the test, which would otherwise attack nothing and pass.
+func attacks(t *testing.T, dir string) []attack {
+	t.Helper()
+	scripts, err := filepath.Glob(filepath.Join(dir, "*.sh"))
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no attacks in %s: %v", dir, err)
+	}
+	var found []attack
+	for _, s := range scripts {
+		script, err := filepath.Abs(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = append(found, attack{strings.TrimSuffix(filepath.Base(s), ".sh"), script})
+	}
+	return found
+}
+
 // GitState is what of a user's repository an attack must not change.
 type GitState struct {
 	// Main is the commit of the branch main, Config the repository's

@@ -80,31 +80,28 @@ spec:
 // rest where the mounts stop it: above the worktree the Researcher writes
 // only its own /tmp, or nothing, and training writes nothing at all.
 func TestVersionManagerAttacks(t *testing.T) {
-	scripts, err := filepath.Glob("attacks-version/*.sh")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no attacks: %v", err)
-	}
-	for _, s := range scripts {
-		name := strings.TrimSuffix(filepath.Base(s), ".sh")
+	for _, a := range attacks(t, "attacks-version") {
+		name, script := a.name, a.script
 		t.Run(name, func(t *testing.T) {
 			want := v1alpha1.VerdictComplianceFailed
 			if strings.HasSuffix(name, "-above") && runner.ReadOnlyMounts() {
 				want = v1alpha1.VerdictNotImproved
 			}
-			versionAttack(t, name, s, want)
+			versionAttack(t, name, script, want)
 		})
 		if runner.ReadOnlyMounts() {
 			t.Run(name+" without mounts", func(t *testing.T) {
 				defer runner.WithoutMounts()()
-				versionAttack(t, name, s, v1alpha1.VerdictComplianceFailed)
+				versionAttack(t, name, script, v1alpha1.VerdictComplianceFailed)
 			})
 		}
 	}
 }
 
-// versionAttack runs the attack name, the script s, on its toy, and wants
-// the verdict want with the baseline kept and nothing planted run.
-func versionAttack(t *testing.T, name, s string, want v1alpha1.Verdict) {
+// versionAttack runs the attack name, the absolute path script, on its
+// toy, and wants the verdict want with the baseline kept and nothing
+// planted run.
+func versionAttack(t *testing.T, name, script string, want v1alpha1.Verdict) {
 	toy := versionToys["rust"]
 	if strings.HasPrefix(name, "python") {
 		toy = versionToys["python"]
@@ -112,10 +109,6 @@ func versionAttack(t *testing.T, name, s string, want v1alpha1.Verdict) {
 		if _, err := exec.LookPath("python"); err != nil && want != v1alpha1.VerdictComplianceFailed {
 			t.Skip("no python on the PATH for the toy's evaluation, python eval.py")
 		}
-	}
-	script, err := filepath.Abs(s)
-	if err != nil {
-		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "planted-command-ran")
