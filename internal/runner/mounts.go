@@ -218,7 +218,7 @@ func privateTemps(mounts []Mount, temps map[string]string) []Mount {
 			return ok && m.Hide != "" && !slices.ContainsFunc(keeps, func(k string) bool { return inside(r, k) })
 		})
 		for _, m := range mounts {
-			if r, ok := in(m.Hide); ok && m.Hide != "" {
+			if r, ok := in(m.Hide); ok {
 				keeps = append(keeps, r)
 			}
 		}
@@ -245,10 +245,11 @@ func commandPaths(command string, mounts []Mount) []Mount {
 	words := strings.FieldsFunc(command, func(r rune) bool {
 		return unicode.IsSpace(r) || strings.ContainsRune(";&|()<>`=\"'", r)
 	})
+	temps := machineTemps()
 	for _, w := range words {
 		r, err := filepath.EvalSymlinks(w)
 		if err != nil || !filepath.IsAbs(w) ||
-			!slices.ContainsFunc(machineTemps(), func(t string) bool { return r != t && inside(r, t) }) ||
+			!slices.ContainsFunc(temps, func(t string) bool { return r != t && inside(r, t) }) ||
 			slices.ContainsFunc(slices.Concat(mounts, paths), func(m Mount) bool { return !m.Machine && inside(w, m.Path) }) {
 			continue
 		}
