@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -389,5 +391,65 @@ func TestCombinedCandidateOnACluster(t *testing.T) {
 	}
 	if want := []string{"a:superseded:idea a", "b:superseded:idea b", "c:improved:1a + 1b together"}; !slices.Equal(records, want) {
 		t.Errorf("round 1's records %q, want %q", records, want)
+	}
+}
+
+// TestConfirmRunsOnACluster plays spec.acceptance.confirmRuns in a round of
+// two: the candidate that improves trains and evaluates again in Jobs of
+// its own, named for its run and writing a log of their own, while the
+// other waits; the round commits it at the mean of its runs.
+func TestConfirmRunsOnACluster(t *testing.T) {
+	requireEnvtest(t)
+	ns := newNamespace(t)
+	startManager(t)
+	createExperiment(t, ns, func(s *v1alpha1.AutoResearchSpec) {
+		s.Candidates = 2
+		s.MaxRounds = 1
+		s.Acceptance.ConfirmRuns = ptr.To[int32](1)
+	})
+	initWorkspace(t, ns)
+	baseline(t, ns, "1.000")
+	name := func(c, step string) string { return experiment + "-r1" + c + "-" + step }
+	for _, c := range []string{"a", "b"} {
+		finishPod(t, ns, name(c, stepResearcher), 0, "")
+	}
+	for _, c := range []string{"a", "b"} {
+		finishPod(t, ns, name(c, stepCompliance), 0, result(t, steps.ComplianceResult{Strategy: "idea " + c, Candidate: "cafe000" + c}))
+	}
+	for _, c := range []string{"a", "b"} {
+		finishJob(t, ns, name(c, stepTrain), 0, result(t, trainOK()))
+	}
+	finishJob(t, ns, name("a", stepEval), 0, result(t, evalValue("1.2")))
+	finishJob(t, ns, name("b", stepEval), 0, result(t, evalValue("0.8")))
+
+	train := waitJob(t, ns, name("b", stepTrain)+"-2")
+	logs := map[string]bool{}
+	for _, job := range []string{name("b", stepTrain), name("b", stepTrain) + "-2"} {
+		args := strings.Join(waitJob(t, ns, job).Spec.Template.Spec.Containers[0].Args, " ")
+		if !strings.Contains(args, "--log=") {
+			t.Fatalf("%s's args %q name no log", job, args)
+		}
+		logs[strings.Fields(args[strings.Index(args, "--log="):])[0]] = true
+	}
+	if len(logs) != 2 {
+		t.Errorf("the two runs of candidate b write logs %v, want one each", logs)
+	}
+	if init := strings.Join(train.Spec.Template.Spec.InitContainers[len(train.Spec.Template.Spec.InitContainers)-1].Args, " "); !strings.Contains(init, "--commit=cafe000b") {
+		t.Errorf("candidate b's second run checks out %q, want its own commit", init)
+	}
+	finishJob(t, ns, name("b", stepTrain)+"-2", 0, result(t, trainOK()))
+	finishJob(t, ns, name("b", stepEval)+"-2", 0, result(t, evalValue("0.9")))
+	git := waitPod(t, ns, podName(1, stepGit))
+	if args := strings.Join(git.Spec.Containers[0].Args, " "); !strings.Contains(args, "cafe000b") {
+		t.Errorf("git pod args %q: want candidate b's commit", args)
+	}
+	finishPod(t, ns, podName(1, stepGit), 0, result(t, steps.GitResult{Commit: "c1b1b1b1"}))
+	ar := waitStatus(t, ns, experiment, "round 1's verdict", func(s v1alpha1.AutoResearchStatus) bool { return s.CompletedRounds == 1 })
+	if ar.Status.Best.Value != "0.85" || ar.Status.Best.Commit != "c1b1b1b1" {
+		t.Errorf("best %+v, want candidate b at the mean of its runs, 0.85", ar.Status.Best)
+	}
+	err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name("a", stepTrain) + "-2"}, &batchv1.Job{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("candidate a, which did not improve, ran again (%v)", err)
 	}
 }

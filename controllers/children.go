@@ -406,11 +406,13 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 		TimeLimit: s.Fixed.TimeLimit.Duration, EpochLimit: s.EpochLimitString(),
 		Timeout: s.Fixed.TimeLimit.Duration + wrapperBuffer, Grace: wrapperGrace,
 	}
+	run := step
 	if a.Sample > 0 {
-		opts.LogPath = steps.LogPath(a.Round, fmt.Sprintf("%s-%d", step, a.Sample))
+		run = fmt.Sprintf("%s-%d", step, a.Sample)
+		opts.LogPath = steps.LogPath(a.Round, run)
 	}
 	if a.Candidates > 0 {
-		opts.LogPath = steps.LogPath(a.Round, path.Join(candidate(a), step))
+		opts.LogPath = steps.LogPath(a.Round, path.Join(candidate(a), run))
 	}
 	command, image := s.Train.Command, b.trainImage()
 	limit := s.Fixed.TimeLimit.Duration

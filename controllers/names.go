@@ -96,7 +96,7 @@ func childName(ar *v1alpha1.AutoResearch, a round.Action) string {
 	}
 	step := actionStep(a.Type)
 	if a.Sample > 0 {
-		return fmt.Sprintf("%s-r%d-%s-%d", ar.Name, a.Round, step, a.Sample)
+		return fmt.Sprintf("%s-r%s-%s-%d", ar.Name, label(a), step, a.Sample)
 	}
 	if step == stepGit {
 		return fmt.Sprintf("%s-r%d-%s", ar.Name, a.Round, step)

@@ -296,6 +296,17 @@ type AcceptanceSpec struct {
 	// 1%. Unset or "0", only minDelta and the noise count.
 	// +optional
 	MinImprovement NonNegativeDecimal `json:"minImprovement,omitempty"`
+
+	// confirmRuns is how many more times a candidate that improves trains
+	// and evaluates, each run from a fresh checkout, before it counts: it is
+	// judged on the mean of its runs, against a margin that takes the
+	// larger of the baseline's and its own standard deviation. A candidate
+	// whose training is random on purpose gets no lucky draw kept. 0 judges
+	// a candidate on its one run.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	ConfirmRuns *int32 `json:"confirmRuns,omitempty"`
 }
 
 // FixedSpec holds what the Researcher may never change.
@@ -1216,11 +1227,19 @@ type CandidateStatus struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:MinLength=1
 	ComplianceMessage string `json:"complianceMessage,omitempty"`
-	// value of the metric, as a decimal string.
+	// value of the metric, as a decimal string: the mean of values when it
+	// has several.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	Value string `json:"value,omitempty"`
+	// values are the metric of each run of an improving candidate that
+	// spec.acceptance.confirmRuns measures again, in order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=11
+	// +kubebuilder:validation:items:MaxLength=64
+	Values []string `json:"values,omitempty"`
 	// verdict of the candidate, once known.
 	// +optional
 	Verdict Verdict `json:"verdict,omitempty"`

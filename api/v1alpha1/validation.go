@@ -66,6 +66,9 @@ func (s *AutoResearchSpec) Validate() field.ErrorList {
 	errs = append(errs, s.Acceptance.MinDelta.Validate(p.Child("acceptance", "minDelta"))...)
 	errs = append(errs, s.Acceptance.NoiseFactor.Validate(p.Child("acceptance", "noiseFactor"))...)
 	errs = append(errs, s.Acceptance.MinImprovement.Validate(p.Child("acceptance", "minImprovement"))...)
+	if c := s.Acceptance.ConfirmRuns; c != nil && (*c < 0 || *c > 10) {
+		errs = append(errs, field.Invalid(p.Child("acceptance", "confirmRuns"), *c, "must be between 0 and 10"))
+	}
 	errs = append(errs, s.Budget.validate(p.Child("budget"))...)
 	errs = append(errs, s.Plateau.validate(p.Child("plateau"))...)
 	for i, f := range s.Fixed.Files {

@@ -97,11 +97,11 @@ func candidateAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchS
 		}
 	case v1alpha1.StepTrain:
 		a.Type = ActionRunTrain
-		a.Sample = sample(st)
+		a.Sample = sample(st, cr, c)
 		a.Code = cmp.Or(c.Commit, cr.BaseCommit)
 	case v1alpha1.StepEval:
 		a.Type = ActionRunEval
-		a.Sample = sample(st)
+		a.Sample = sample(st, cr, c)
 		a.Code = cmp.Or(c.Commit, cr.BaseCommit)
 	case v1alpha1.StepHoldout:
 		// The holdout runs on the outputs of the training run the
@@ -144,12 +144,20 @@ func gitAction(spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus)
 	return a
 }
 
-// sample is the number of the baseline run in progress, from 1.
-func sample(st *v1alpha1.AutoResearchStatus) int32 {
-	if st.CurrentRound.Number != 0 || st.Baseline == nil {
-		return 0
+// sample is the run of c's code that its step measures: the baseline's
+// runs count from 1; a candidate's first run is 0, and the runs that
+// confirm its improvement (spec.acceptance.confirmRuns) count from 2.
+func sample(st *v1alpha1.AutoResearchStatus, cr *v1alpha1.RoundStatus, c *v1alpha1.CandidateStatus) int32 {
+	if cr.Number == 0 {
+		if st.Baseline == nil {
+			return 0
+		}
+		return int32(len(st.Baseline.Values)) + 1
 	}
-	return int32(len(st.Baseline.Values)) + 1
+	if n := len(c.Values); n > 0 {
+		return int32(n) + 1
+	}
+	return 0
 }
 
 // finishAction writes the final ledger of a finished run until its commit

@@ -42,6 +42,10 @@ func FuzzEngine(f *testing.F) {
 		{0: 5, 1: 3, 2: 1, 3: 1, 16: 0, 17: 0, 18: 7, 19: 0, 20: 0, 21: 8, 22: 1, 23: 0, 24: 10, 25: 1, 26: 9, 27: 0, 28: 0, 29: 7},
 		// A given baseline, a target, a budget and a plateau that stops.
 		{0: 4, 2: 2, 5: 2, 8: 1, 9: 1, 10: 2, 11: 1, 16: 0, 17: 0, 18: 0, 19: 0, 20: 0, 21: 2, 22: 0, 23: 0, 24: 0},
+		// Improvements confirmed by two more runs each, of one candidate and
+		// of several, pipelined.
+		{0: 2, 2: 128, 5: 1, 16: 0, 17: 0, 18: 0, 19: 0, 20: 0, 21: 0, 22: 0, 23: 0, 24: 0, 25: 0},
+		{0: 3, 1: 2, 2: 65, 3: 1, 4: 1, 5: 1, 6: 1, 7: 2, 16: 0, 17: 1, 18: 0, 19: 0, 20: 0, 21: 1, 22: 0, 23: 0, 24: 0, 25: 2, 26: 0, 27: 0},
 		// Suspend and resume, a changed measure.
 		{0: 1, 1: 1, 12: 1, 16: 12, 17: 6, 18: 12, 19: 0, 20: 0, 21: 11, 22: 0, 23: 0, 24: 0, 25: 0},
 	} {
@@ -103,6 +107,8 @@ func fuzzSpec(t *testing.T, r *fuzzBytes) *v1alpha1.AutoResearchSpec {
 	if flags&32 != 0 {
 		s.Guidance = []string{"try a smaller learning rate"}
 	}
+	// Bits 6 and 7: 0 to 3 runs that confirm an improvement.
+	s.Acceptance.ConfirmRuns = ptr.To(int32(flags >> 6))
 	s.Train.GPUs = ptr.To(int32(r.intn(3)))
 	switch r.intn(3) {
 	case 1:

@@ -49,10 +49,7 @@ func (e *engine) holdoutFinished(r HoldoutResult) {
 	// In a round of several, the winner's reading becomes the best code's
 	// once the round is ranked.
 	e.holdoutReading(cr.Number, r.Value, v1alpha1.VerdictImproved, len(cr.Candidates) == 1)
-	best, _ := metric.ParseDecimal(e.st.Best.Value)
-	candidate, _ := metric.ParseDecimal(c.Value)
-	verdict, insight := e.judge(candidate, best)
-	e.decide(verdict, insight)
+	e.decide(e.judgeCandidate(c))
 }
 
 // holdoutPeak is the best holdout value that kept code has measured, if

@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
 )
 
 // judge compares a candidate with the best: improved only when it beats the
-// best by more than max(minDelta, noiseFactor × baseline stddev).
-func (e *engine) judge(value, best float64) (v1alpha1.Verdict, string) {
+// best by more than max(minDelta, noiseFactor × baseline stddev). spread is
+// the candidate's own standard deviation over its runs, 0 for one run.
+func (e *engine) judge(value, best, spread float64) (v1alpha1.Verdict, string) {
 	name := e.spec.Eval.Metric
 	better := value < best
 	if e.spec.Eval.Direction == v1alpha1.DirectionMaximize {
@@ -19,21 +21,42 @@ func (e *engine) judge(value, best float64) (v1alpha1.Verdict, string) {
 	}
 	// Decimal inputs such as 1.0 and 0.98 must not differ by float residue.
 	delta, _ := strconv.ParseFloat(strconv.FormatFloat(math.Abs(value-best), 'g', 12, 64), 64)
-	margin := e.noiseMargin()
+	margin := e.noiseMargin(spread)
 	bestText := fmt.Sprintf("%s (R%d)", e.st.Best.Value, e.st.Best.Round)
 	switch {
 	case better && delta > margin:
 		return v1alpha1.VerdictImproved, fmt.Sprintf("%s improved from %s by %s", name, bestText, significant(delta))
 	case better:
-		return v1alpha1.VerdictWithinNoise, fmt.Sprintf("%s=%s beats the best %s by only %s, within the noise margin %s (max of minDelta, noiseFactor × baseline stddev and minImprovement × best); kept out as noise",
-			name, metric.Format(value), bestText, significant(delta), significant(margin))
+		return v1alpha1.VerdictWithinNoise, fmt.Sprintf("%s=%s beats the best %s by only %s, within the noise margin %s (max of minDelta, noiseFactor × %s and minImprovement × best); kept out as noise",
+			name, metric.Format(value), bestText, significant(delta), significant(margin), noiseText(spread))
 	default:
 		return v1alpha1.VerdictNotImproved, fmt.Sprintf("%s=%s is no better than the best %s; the change did not help", name, metric.Format(value), bestText)
 	}
 }
 
-// noiseMargin is how much a candidate must beat the best by.
-func (e *engine) noiseMargin() float64 {
+// judgeCandidate judges c on its value against the best, with the spread
+// of its runs where spec.acceptance.confirmRuns measured it again.
+func (e *engine) judgeCandidate(c *v1alpha1.CandidateStatus) (v1alpha1.Verdict, string) {
+	best, _ := metric.ParseDecimal(e.st.Best.Value)
+	value, _ := metric.ParseDecimal(c.Value)
+	if len(c.Values) < 2 {
+		return e.judge(value, best, 0)
+	}
+	_, stddev := meanStddev(c.Values)
+	verdict, insight := e.judge(value, best, stddev)
+	return verdict, fmt.Sprintf("%s (the mean of %d runs: %s; stddev %s)", insight, len(c.Values), strings.Join(c.Values, ", "), decimal(stddev))
+}
+
+func noiseText(spread float64) string {
+	if spread > 0 {
+		return "the larger of the baseline's and the candidate's stddev"
+	}
+	return "baseline stddev"
+}
+
+// noiseMargin is how much a candidate whose runs spread that much must
+// beat the best by.
+func (e *engine) noiseMargin(spread float64) float64 {
 	a := e.spec.Acceptance
 	minDelta := decimalOrZero(string(a.MinDelta))
 	factor := decimalOrZero(string(a.NoiseFactor))
@@ -45,7 +68,7 @@ func (e *engine) noiseMargin() float64 {
 	if e.st.Best != nil {
 		ratio = decimalOrZero(string(a.MinImprovement)) * math.Abs(decimalOrZero(e.st.Best.Value))
 	}
-	return max(minDelta, factor*stddev, ratio)
+	return max(minDelta, factor*max(stddev, spread), ratio)
 }
 
 // targetReached reports whether a committed round reached spec.target.

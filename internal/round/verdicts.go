@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/autoresearch-dev/autoresearch-operator/api/v1alpha1"
 	"github.com/autoresearch-dev/autoresearch-operator/internal/metric"
@@ -105,7 +108,7 @@ func (e *engine) trainFinished(r TrainResult) {
 		done += ", final loss=" + r.FinalLoss
 	}
 	if cr.Number == 0 {
-		e.setTask(v1alpha1.StepTrain, "baseline run %d/%d %s", sample(&e.st), e.baselineRuns(), done)
+		e.setTask(v1alpha1.StepTrain, "baseline run %d/%d %s", sample(&e.st, cr, e.candidate()), e.baselineRuns(), done)
 	} else {
 		e.setTask(v1alpha1.StepTrain, "%s", done)
 	}
@@ -154,12 +157,23 @@ func (e *engine) evalFinished(r EvalResult) {
 		return
 	}
 	best, _ := metric.ParseDecimal(e.st.Best.Value)
-	verdict, insight := e.judge(value, best)
+	verdict, insight := e.judge(value, best, 0)
+	if runs := 1 + ptr.Deref(e.spec.Acceptance.ConfirmRuns, 0); runs > 1 && (verdict == v1alpha1.VerdictImproved || len(c.Values) > 0) {
+		c.Values = append(slices.Clone(c.Values), r.Value)
+		if n := int32(len(c.Values)); n < runs {
+			e.setTask(v1alpha1.StepEval, "run %d/%d: %s=%s; confirming the improvement", n, runs, metricName, r.Value)
+			e.advance(v1alpha1.StepTrain)
+			return
+		}
+		mean, _ := meanStddev(c.Values)
+		c.Value = decimal(mean)
+		verdict, insight = e.judgeCandidate(c)
+	}
 	mark := "—"
 	if verdict == v1alpha1.VerdictImproved {
 		mark = "↑"
 	}
-	e.setTask(v1alpha1.StepEval, "%s=%s (best: %s %s)", metricName, r.Value, e.st.Best.Value, mark)
+	e.setTask(v1alpha1.StepEval, "%s=%s (best: %s %s)", metricName, c.Value, e.st.Best.Value, mark)
 	if verdict == v1alpha1.VerdictImproved && e.spec.Holdout != nil {
 		// An improvement stands only once the hidden holdout agrees.
 		e.advance(v1alpha1.StepHoldout)
