@@ -220,14 +220,7 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 	out := round.Next(round.Input{Spec: spec, Status: ar.Status, Generation: ar.Generation, Observation: obs, Now: r.clock.Now(), Unsupported: unsupported(ar, spec)})
 
 	old := ar.Status.DeepCopy()
-	var queued string
-	if obs.Kind == round.ObserveQueued {
-		for _, a := range round.CurrentActions(spec, old) {
-			if a.Round == obs.Round && a.Candidate == obs.Candidate {
-				queued = childName(ar, a)
-			}
-		}
-	}
+	stop := judgedButRunning(ar, spec, old, obs, w)
 	if !equality.Semantic.DeepEqual(*old, out.Status) {
 		ar.Status = out.Status
 		if err := r.Status().Update(ctx, ar); err != nil {
@@ -252,9 +245,8 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 			return ctrl.Result{}, fmt.Errorf("%s: %w", describe(next), err)
 		}
 	}
-	if queued != "" {
-		// Kueue would start it once the quota frees up, for nothing.
-		if err := r.deleteChild(ctx, queued, w); err != nil {
+	if stop != "" {
+		if err := r.deleteChild(ctx, stop, w); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -263,6 +255,26 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 		result.RequeueAfter = time.Second
 	}
 	return result, r.cleanup(ctx, ar, w)
+}
+
+// judgedButRunning is the Job whose step obs judges while the Job would go
+// on, to be deleted once the judgement is written: one Kueue did not
+// admit, which it would start once the quota frees up, for nothing, and
+// one whose pod the kubelet evicted, which it would run again.
+func judgedButRunning(ar *v1alpha1.AutoResearch, spec *v1alpha1.AutoResearchSpec, st *v1alpha1.AutoResearchStatus, obs round.Observation, w world) string {
+	if obs.Kind == round.ObserveTick {
+		return ""
+	}
+	for _, a := range round.CurrentActions(spec, st) {
+		name := childName(ar, a)
+		if a.Round != obs.Round || a.Candidate != obs.Candidate || w.jobs[name] == nil {
+			continue
+		}
+		if obs.Kind == round.ObserveQueued || evictedByTheKubelet(w.jobPods[name]) != nil && !jobFinished(w.jobs[name]) {
+			return name
+		}
+	}
+	return ""
 }
 
 // loadWorld finds the experiment's children by their owner's UID.
@@ -504,8 +516,15 @@ var childFinished = predicate.Funcs{
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return childDone(e.ObjectNew) && !childDone(e.ObjectOld)
+		return childDone(e.ObjectNew) && !childDone(e.ObjectOld) || evicted(e.ObjectNew) && !evicted(e.ObjectOld)
 	},
+}
+
+// evicted is a pod the kubelet evicted: the condition that says so may
+// come after the pod ended.
+func evicted(obj client.Object) bool {
+	pod, ok := obj.(*corev1.Pod)
+	return ok && evictedByTheKubelet([]*corev1.Pod{pod}) != nil
 }
 
 // waitChanged lets through a pod whose reason to wait has changed: it

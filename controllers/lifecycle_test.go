@@ -573,3 +573,38 @@ func TestABudgetStopsAndRaisingItContinues(t *testing.T) {
 	waitPod(t, ns, podName(2, stepResearcher))
 	waitStatus(t, ns, experiment, "Running again", func(s v1alpha1.AutoResearchStatus) bool { return s.Phase == v1alpha1.PhaseRunning })
 }
+
+// TestAKubeletEvictionIsJudged evicts the training pod for the node's disk
+// pressure, as training that fills its emptyDir gets itself evicted, while
+// the Job, which ignores disruptions, already runs it again: the step is
+// judged a failure at once, and the Job, with its second pod, is deleted,
+// so that no run of the candidate resumes from what the first one left.
+func TestAKubeletEvictionIsJudged(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, "ev", func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
+	finishPod(t, ns, "ev-r1-researcher", 0, "")
+	finishPod(t, ns, "ev-r1-compliance", 0, result(t, steps.ComplianceResult{Strategy: "s", Candidate: "c1"}))
+	job := waitJob(t, ns, "ev-r1-train")
+	runJobPod(t, job, "-retry")
+	evicted := runJobPod(t, job, "")
+	terminate(t, evicted, 137, "")
+	evicted.Status.Reason = "Evicted"
+	evicted.Status.Message = "The node was low on resource: ephemeral-storage."
+	evicted.Status.Conditions = append(evicted.Status.Conditions, corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonTerminationByKubelet,
+		LastTransitionTime: metav1.Now(),
+	})
+	if err := k8s.Status().Update(context.Background(), evicted); err != nil {
+		t.Fatal(err)
+	}
+	ar := waitStatus(t, ns, "ev", "round 1's verdict", func(s v1alpha1.AutoResearchStatus) bool {
+		return s.CurrentRound != nil && s.CurrentRound.Candidates[0].Verdict != ""
+	})
+	if c := ar.Status.CurrentRound.Candidates[0]; c.Verdict != v1alpha1.VerdictTrainFailed || !strings.Contains(c.Insight, "evicted by the kubelet: The node was low on resource") {
+		t.Errorf("round 1: %s (%s), want train_failed for the eviction", c.Verdict, c.Insight)
+	}
+	eventually(t, "the evicted step's Job to be deleted", func() (bool, error) {
+		return absent(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name}}), nil
+	})
+}

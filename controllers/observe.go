@@ -238,6 +238,29 @@ func disrupted(pod *corev1.Pod) bool {
 	return false
 }
 
+// evictedByTheKubelet is a pod of a Job that the kubelet evicted for the
+// node's pressure: for its disk (an emptyDir, its logs, its writable
+// layer) or its memory, which the eviction manager takes from the pods
+// that use the most of it beyond their requests. Training that fills the
+// node's disk gets itself evicted, and the Job, which ignores disruptions,
+// would run it again: a candidate that retried until it was lucky, or
+// resumed from what it left on the workspace, would be judged on a run
+// longer than the protocol's. It is the candidate's failure. A node's
+// shutdown, which the kubelet reports with the same condition, is not.
+func evictedByTheKubelet(pods []*corev1.Pod) *corev1.Pod {
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodFailed || p.Status.Reason != reasonEvicted || p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonTerminationByKubelet {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
 // wait is why a step's pod has not started: the event's type and reason,
 // and the words a user reads.
 type wait struct {
@@ -277,22 +300,31 @@ func waitReason(pods []*corev1.Pod) wait {
 // one whose pod succeeded: the Job controller marks the Job complete a
 // second or more after its pod ends, while the GPUs wait, and a pod's
 // success is final, so its result is read at once. A failed pod waits for
-// the Job, whose failure policy may replace it.
+// the Job, whose failure policy may replace it, but for one the kubelet
+// evicted, which is judged at once.
 func observeGPUStep(a round.Action, job *batchv1.Job, pods []*corev1.Pod) round.Observation {
-	if !jobFinished(job) && !slices.ContainsFunc(pods, podSucceeded) {
+	evicted := evictedByTheKubelet(pods)
+	if !jobFinished(job) && !slices.ContainsFunc(pods, podSucceeded) && evicted == nil {
 		return round.Observation{Kind: round.ObserveTick}
+	}
+	if evicted != nil {
+		// The Job ignores the pod's disruption and would run the
+		// candidate again: the operator stops it (judgedButRunning).
+		pods = []*corev1.Pod{evicted}
 	}
 	obs := round.Observation{Round: a.Round, Candidate: a.Candidate}
 	switch a.Type {
 	case round.ActionRunTrain:
 		var res steps.TrainResult
 		exit := observeJob(job, pods, &res.ProcessResult, &res)
+		evictedExit(&exit, evicted)
 		obs.Kind = round.ObserveTrainFinished
 		obs.Train = &round.TrainResult{Exit: exit, Divergence: res.Divergence, FinalLoss: res.FinalLoss, MemoryGB: res.MemoryGB}
 		return obs
 	case round.ActionRunHoldout:
 		var res steps.EvalResult
 		exit := observeJob(job, pods, &res.ProcessResult, &res)
+		evictedExit(&exit, evicted)
 		// Whatever a failed pod said is the holdout's, and the user's alone.
 		exit.Tail = ""
 		obs.Kind = round.ObserveHoldoutFinished
@@ -301,9 +333,20 @@ func observeGPUStep(a round.Action, job *batchv1.Job, pods []*corev1.Pod) round.
 	}
 	var res steps.EvalResult
 	exit := observeJob(job, pods, &res.ProcessResult, &res)
+	evictedExit(&exit, evicted)
 	obs.Kind = round.ObserveEvalFinished
 	obs.Eval = &round.EvalResult{Exit: exit, Found: res.Found, Value: res.Value, FixedFilesChanged: res.FixedFilesChanged, Readings: res.Readings}
 	return obs
+}
+
+// evictedExit makes the exit of a step whose pod the kubelet evicted a
+// failure that says so.
+func evictedExit(exit *round.ProcessExit, evicted *corev1.Pod) {
+	if evicted == nil {
+		return
+	}
+	exit.ExitCode = max(exit.ExitCode, 1)
+	exit.Tail = strings.TrimSpace(exit.Tail + "\nevicted by the kubelet: " + evicted.Status.Message)
 }
 
 func observeWorkspace(pod *corev1.Pod) round.Observation {
@@ -386,6 +429,9 @@ func observeJob(job *batchv1.Job, pods []*corev1.Pod, pr *steps.ProcessResult, r
 }
 
 const (
+	// reasonEvicted is the reason the kubelet's eviction manager gives a
+	// pod it evicted.
+	reasonEvicted = "Evicted"
 	// reasonOOMKilled is the reason a container runtime gives a container
 	// in which the kernel killed a process for its memory limit.
 	reasonOOMKilled = "OOMKilled"
