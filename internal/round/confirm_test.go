@@ -15,8 +15,9 @@ func confirmRuns(n int32) func(*v1alpha1.AutoResearchSpec) {
 }
 
 // TestConfirmRuns checks that an improving candidate is measured again
-// before it counts, judged on the mean of its runs with their spread, and
-// that a candidate that does not improve on its first run is judged at once.
+// before it counts, judged on the mean of its runs, or its first where that
+// is worse, with their spread, and that a candidate that does not improve on
+// its first run is judged at once.
 func TestConfirmRuns(t *testing.T) {
 	cases := map[string]struct {
 		runs        []string
@@ -29,11 +30,15 @@ func TestConfirmRuns(t *testing.T) {
 		},
 		"runs that hold the improvement commit it at their mean": {
 			runs: []string{"0.9", "0.92", "0.91"}, wantVerdict: v1alpha1.VerdictImproved, wantValue: "0.91",
-			wantInsight: "the mean of 3 runs: 0.9, 0.92, 0.91; stddev 0.01",
+			wantInsight: "3 runs: 0.9, 0.92, 0.91; stddev 0.01",
 		},
 		"a lucky first run that the others do not repeat is rolled back": {
 			runs: []string{"0.5", "1.2", "1.3"}, wantVerdict: v1alpha1.VerdictNotImproved, wantValue: "1",
-			wantInsight: "the mean of 3 runs: 0.5, 1.2, 1.3",
+			wantInsight: "3 runs: 0.5, 1.2, 1.3",
+		},
+		"runs after the first do not raise the value above it": {
+			runs: []string{"0.9", "0.88", "0.86"}, wantVerdict: v1alpha1.VerdictImproved, wantValue: "0.9",
+			wantInsight: "3 runs: 0.9, 0.88, 0.86; stddev 0.02",
 		},
 		"runs that spread wider than their gain are noise": {
 			runs: []string{"0.9", "0.7", "1.1"}, wantVerdict: v1alpha1.VerdictWithinNoise, wantValue: "0.9",

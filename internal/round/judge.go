@@ -34,6 +34,19 @@ func (e *engine) judge(value, best, spread float64) (v1alpha1.Verdict, string) {
 	}
 }
 
+// confirmedValue is what a candidate measured in several runs counts as:
+// the mean of its runs, or its first run where that is worse. The hidden
+// holdout measures the first run's outputs, so that no run after it can
+// raise the value above what the holdout saw.
+func (e *engine) confirmedValue(runs []string) string {
+	mean, _ := meanStddev(runs)
+	first, _ := metric.ParseDecimal(runs[0])
+	if e.spec.Eval.Direction == v1alpha1.DirectionMaximize {
+		return decimal(min(mean, first))
+	}
+	return decimal(max(mean, first))
+}
+
 // judgeCandidate judges c on its value against the best, with the spread
 // of its runs where spec.acceptance.confirmRuns measured it again.
 func (e *engine) judgeCandidate(c *v1alpha1.CandidateStatus) (v1alpha1.Verdict, string) {
@@ -44,7 +57,7 @@ func (e *engine) judgeCandidate(c *v1alpha1.CandidateStatus) (v1alpha1.Verdict, 
 	}
 	_, stddev := meanStddev(c.Values)
 	verdict, insight := e.judge(value, best, stddev)
-	return verdict, fmt.Sprintf("%s (the mean of %d runs: %s; stddev %s)", insight, len(c.Values), strings.Join(c.Values, ", "), decimal(stddev))
+	return verdict, fmt.Sprintf("%s (%d runs: %s; stddev %s)", insight, len(c.Values), strings.Join(c.Values, ", "), decimal(stddev))
 }
 
 func noiseText(spread float64) string {

@@ -165,8 +165,7 @@ func (e *engine) evalFinished(r EvalResult) {
 			e.advance(v1alpha1.StepTrain)
 			return
 		}
-		mean, _ := meanStddev(c.Values)
-		c.Value = decimal(mean)
+		c.Value = e.confirmedValue(c.Values)
 		verdict, insight = e.judgeCandidate(c)
 	}
 	mark := "—"

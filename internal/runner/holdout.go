@@ -181,7 +181,8 @@ func overlaps(a, b string) bool {
 // runHoldout runs the hidden holdout evaluation in a fresh checkout of the
 // code with the outputs of the training run the evaluation measured. The
 // checkout and the log lie in the holdout's own directory, never in the
-// worktree, and nothing the command prints is reported but its metric.
+// worktree (the logs in logs/, which no holdout step sees), and nothing the
+// command prints is reported but its metric.
 func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observation, error) {
 	h := l.spec.Holdout
 	obs := &round.Observation{Kind: round.ObserveHoldoutFinished, Round: a.Round, Candidate: a.Candidate, Holdout: &round.HoldoutResult{}}
@@ -226,12 +227,23 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 	if err != nil {
 		return nil, err
 	}
+	// Every holdout's log, which candidate code writes with the data at
+	// hand, is out of the sight of the holdouts after it.
+	logs := filepath.Join(l.x.HoldoutStateDir(), "logs")
+	_, emptyDir, err := l.hidden()
+	if err == nil {
+		err = os.MkdirAll(logs, 0o700)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, Mount{Path: logs, Hide: emptyDir})
 	exit, output, err := Process{
 		Command: h.Command, Dir: dir,
 		Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), stepEnv...), envVars(l.spec.Train.Env)...),
 			"AUTORESEARCH_HOLDOUT_DIR="+h.Dir),
 		Timeout: l.spec.HoldoutTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
-		LogPath: filepath.Join(l.x.HoldoutStateDir(), name+".log"), Mounts: mounts, Offline: true,
+		LogPath: filepath.Join(logs, name+".log"), Mounts: mounts, Offline: true,
 	}.RunOutput(ctx)
 	if err != nil {
 		return nil, err

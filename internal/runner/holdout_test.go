@@ -173,7 +173,7 @@ func TestHoldoutCatchesAnOverfitCandidate(t *testing.T) {
 		}
 	}
 	// The holdout's log and checkout are in its own directory.
-	if log := readFile(t, filepath.Join(x.HoldoutStateDir(), "r2.log")); !strings.Contains(log, "holdout_score: 1.918273") {
+	if log := readFile(t, filepath.Join(x.HoldoutStateDir(), "logs", "r2.log")); !strings.Contains(log, "holdout_score: 1.918273") {
 		t.Errorf("the holdout's log %q", log)
 	}
 }
@@ -269,7 +269,7 @@ func TestTheHoldoutCannotSendItsDataOut(t *testing.T) {
 	if diff := cmp.Diff([]string{"0:baseline", "1:improved"}, verdicts(ledger(t, x))); diff != "" {
 		t.Errorf("ledger verdicts (-want +got):\n%s\n%s", diff, out)
 	}
-	log := readFile(t, filepath.Join(x.HoldoutStateDir(), "r1.log"))
+	log := readFile(t, filepath.Join(x.HoldoutStateDir(), "logs", "r1.log"))
 	for _, want := range []string{"tcp failed", "abstract failed", "copy failed"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the holdout's log lacks %q: the attack did not run as planned\n%s", want, log)
