@@ -423,16 +423,18 @@ func TestConfirmRunsOnACluster(t *testing.T) {
 	finishJob(t, ns, name("b", stepEval), 0, result(t, evalValue("0.8")))
 
 	train := waitJob(t, ns, name("b", stepTrain)+"-2")
-	logs := map[string]bool{}
+	var dirs []string
 	for _, job := range []string{name("b", stepTrain), name("b", stepTrain) + "-2"} {
-		args := strings.Join(waitJob(t, ns, job).Spec.Template.Spec.Containers[0].Args, " ")
-		if !strings.Contains(args, "--log=") {
-			t.Fatalf("%s's args %q name no log", job, args)
+		for _, m := range waitJob(t, ns, job).Spec.Template.Spec.Containers[0].VolumeMounts {
+			if m.Name == volumeWorkspace && strings.HasPrefix(m.SubPath, "logs/") {
+				dirs = append(dirs, m.SubPath)
+			}
 		}
-		logs[strings.Fields(args[strings.Index(args, "--log="):])[0]] = true
 	}
-	if len(logs) != 2 {
-		t.Errorf("the two runs of candidate b write logs %v, want one each", logs)
+	// The second run sees no log directory of the first's, nor one that
+	// holds it.
+	if len(dirs) != 2 || dirs[0] == dirs[1] || strings.HasPrefix(dirs[0]+"/", dirs[1]+"/") {
+		t.Errorf("candidate b's two runs mount the log directories %q, want one of its own each", dirs)
 	}
 	if init := strings.Join(train.Spec.Template.Spec.InitContainers[len(train.Spec.Template.Spec.InitContainers)-1].Args, " "); !strings.Contains(init, "--commit=cafe000b") {
 		t.Errorf("candidate b's second run checks out %q, want its own commit", init)

@@ -406,13 +406,16 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 		TimeLimit: s.Fixed.TimeLimit.Duration, EpochLimit: s.EpochLimitString(),
 		Timeout: s.Fixed.TimeLimit.Duration + wrapperBuffer, Grace: wrapperGrace,
 	}
-	run := step
-	if a.Sample > 0 {
-		run = fmt.Sprintf("%s-%d", step, a.Sample)
-		opts.LogPath = steps.LogPath(a.Round, run)
-	}
-	if a.Candidates > 0 {
-		opts.LogPath = steps.LogPath(a.Round, path.Join(candidate(a), run))
+	switch {
+	case a.Sample > 0 && a.Round > 0:
+		// A run that confirms a candidate's improvement gets a log
+		// directory of its own: nothing an earlier run left in the
+		// round's reaches it.
+		opts.LogPath = steps.LogPath(a.Round, path.Join(candidate(a), fmt.Sprintf("run-%d", a.Sample), step))
+	case a.Sample > 0:
+		opts.LogPath = steps.LogPath(a.Round, fmt.Sprintf("%s-%d", step, a.Sample))
+	case a.Candidates > 0:
+		opts.LogPath = steps.LogPath(a.Round, path.Join(candidate(a), step))
 	}
 	command, image := s.Train.Command, b.trainImage()
 	limit := s.Fixed.TimeLimit.Duration
