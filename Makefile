@@ -72,7 +72,7 @@ E2E_REAL_OK = $(shell [ "$$(id -u)" = 0 ] && grep -qw overlay /proc/filesystems 
 E2E_REAL_IMAGES = operator go torch
 # What make e2e-real runs: the tests only a real node can run, and those of
 # the broad suite that run on either node (clusterSource, startManager).
-E2E_REAL_TESTS = TestRealNode.*|TestControlPlaneVersion|TestExperimentOnCluster|TestCandidatesOnCluster|TestPipelineOnCluster|TestOutputGitPushesToARemote|TestQuotaAdmitsEveryStep|TestABudgetStopsTheLoopAndRaisingItResumes|TestADatasetReachesTraining|TestHoldoutOnCluster|TestKubectlPlugin
+E2E_REAL_TESTS = TestRealNode.*|TestControlPlaneVersion|TestExperimentOnCluster|TestCandidatesOnCluster|TestPipelineOnCluster|TestOutputGitPushesToARemote|TestQuotaAdmitsEveryStep|TestABudgetStopsTheLoopAndRaisingItResumes|TestADatasetReachesTraining|TestHoldoutOnCluster|TestKubectlPlugin|TestTorchrunOnEightGPUs
 # The tests of the process node's suite that a test of E2E_REAL_TESTS
 # covers as a whole: make test leaves them out where the real node runs.
 E2E_REAL_COVERS = TestDisruptionIsRetried
