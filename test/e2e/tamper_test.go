@@ -23,7 +23,9 @@ import (
 const tamperName = "tamper"
 
 // clusterAttacks are the attacks of test/tamper/attacks that apply on a
-// cluster, and those of test/e2e/attacks that apply only there, in the
+// cluster, test/tamper/attacks-luck, whose improvement the experiment's
+// confirmRuns measures again, and those of test/e2e/attacks that apply
+// only there, in the
 // order of the rounds that run them, each with the verdict it must end in
 // on a cluster. The baseline is given as 50, above anything the toy's
 // honest SCORE edits (11, 20) reach: only a forged score could be
@@ -77,6 +79,7 @@ var clusterAttacks = []attack{
 	{"planted-output", v1alpha1.VerdictEvalFailed},
 	{"output-symlink", v1alpha1.VerdictEvalFailed},
 	{"train-forges-result", v1alpha1.VerdictTrainFailed},
+	{"candidate-keeps-only-its-lucky-run", v1alpha1.VerdictNotImproved},
 }
 
 // attack is an attack and the verdict it must end in.
@@ -106,7 +109,7 @@ func chosenAttacks(t *testing.T) []attack {
 // attackScript is the script of an attack: the cluster's own, or the
 // corpus's.
 func attackScript(t *testing.T, name string) string {
-	for _, dir := range []string{filepath.Join(root, "test/e2e/attacks"), filepath.Join(root, "test/tamper/attacks")} {
+	for _, dir := range []string{filepath.Join(root, "test/e2e/attacks"), filepath.Join(root, "test/tamper/attacks"), filepath.Join(root, "test/tamper/attacks-luck")} {
 		p := filepath.Join(dir, name+".sh")
 		if _, err := os.Stat(p); err == nil {
 			return p
@@ -152,6 +155,7 @@ spec:
   maxRounds: %d
   historyLimit: %d
   baseline: {value: "50"}
+  acceptance: {confirmRuns: 1}
   source:
     git: {url: "file://%s", ref: main}
   workspace: {size: 1Gi}
