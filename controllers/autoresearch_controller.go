@@ -516,13 +516,13 @@ var childFinished = predicate.Funcs{
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return childDone(e.ObjectNew) && !childDone(e.ObjectOld) || evicted(e.ObjectNew) && !evicted(e.ObjectOld)
+		return childDone(e.ObjectNew) && !childDone(e.ObjectOld) || evictedPod(e.ObjectNew) && !evictedPod(e.ObjectOld)
 	},
 }
 
-// evicted is a pod the kubelet evicted: the condition that says so may
+// evictedPod is a pod the kubelet evicted: the condition that says so may
 // come after the pod ended.
-func evicted(obj client.Object) bool {
+func evictedPod(obj client.Object) bool {
 	pod, ok := obj.(*corev1.Pod)
 	return ok && evictedByTheKubelet([]*corev1.Pod{pod}) != nil
 }

@@ -350,15 +350,7 @@ func TestCombinedCandidateOnACluster(t *testing.T) {
 
 	name := func(c, step string) string { return experiment + "-r1" + c + "-" + step }
 	values := map[string]string{"a": "0.9", "b": "0.8", "c": "0.7"}
-	for _, c := range []string{"a", "b"} {
-		finishPod(t, ns, name(c, stepResearcher), 0, "")
-	}
-	for _, c := range []string{"a", "b"} {
-		finishPod(t, ns, name(c, stepCompliance), 0, result(t, steps.ComplianceResult{Strategy: "idea " + c, Candidate: "cafe000" + c}))
-	}
-	for _, c := range []string{"a", "b"} {
-		finishJob(t, ns, name(c, stepTrain), 0, result(t, trainOK()))
-	}
+	trainCandidates(t, ns, "a", "b")
 	for _, c := range []string{"a", "b"} {
 		finishJob(t, ns, name(c, stepEval), 0, result(t, evalValue(values[c])))
 	}
@@ -410,15 +402,7 @@ func TestConfirmRunsOnACluster(t *testing.T) {
 	initWorkspace(t, ns)
 	baseline(t, ns, "1.000")
 	name := func(c, step string) string { return experiment + "-r1" + c + "-" + step }
-	for _, c := range []string{"a", "b"} {
-		finishPod(t, ns, name(c, stepResearcher), 0, "")
-	}
-	for _, c := range []string{"a", "b"} {
-		finishPod(t, ns, name(c, stepCompliance), 0, result(t, steps.ComplianceResult{Strategy: "idea " + c, Candidate: "cafe000" + c}))
-	}
-	for _, c := range []string{"a", "b"} {
-		finishJob(t, ns, name(c, stepTrain), 0, result(t, trainOK()))
-	}
+	trainCandidates(t, ns, "a", "b")
 	finishJob(t, ns, name("a", stepEval), 0, result(t, evalValue("1.2")))
 	finishJob(t, ns, name("b", stepEval), 0, result(t, evalValue("0.8")))
 
@@ -453,5 +437,22 @@ func TestConfirmRunsOnACluster(t *testing.T) {
 	err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name("a", stepTrain) + "-2"}, &batchv1.Job{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("candidate a, which did not improve, ran again (%v)", err)
+	}
+}
+
+// trainCandidates ends round 1's Researchers, checks and training of
+// candidates, each step for all of them in turn; candidate c's idea is
+// "idea c" and its commit cafe000c.
+func trainCandidates(t *testing.T, ns string, candidates ...string) {
+	t.Helper()
+	name := func(c, step string) string { return experiment + "-r1" + c + "-" + step }
+	for _, c := range candidates {
+		finishPod(t, ns, name(c, stepResearcher), 0, "")
+	}
+	for _, c := range candidates {
+		finishPod(t, ns, name(c, stepCompliance), 0, result(t, steps.ComplianceResult{Strategy: "idea " + c, Candidate: "cafe000" + c}))
+	}
+	for _, c := range candidates {
+		finishJob(t, ns, name(c, stepTrain), 0, result(t, trainOK()))
 	}
 }

@@ -301,12 +301,10 @@ func TestWaitingForAGPUIsNeverATimeout(t *testing.T) {
 	ns := newNamespace(t)
 	startManager(t)
 	createNamed(t, ns, "q", func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
-	finishPod(t, ns, "q-r1-researcher", 0, "")
-	finishPod(t, ns, "q-r1-compliance", 0, result(t, steps.ComplianceResult{Strategy: "s", Candidate: "c1"}))
 
 	// The pod waits for a GPU for three time limits, then the Job's
 	// deadline ends it: its command never ran.
-	job := waitJob(t, ns, "q-r1-train")
+	job := trainingJob(t, ns, "q")
 	pod := runJobPod(t, job, "")
 	pod.Status.Phase = corev1.PodPending
 	pod.Status.Conditions = []corev1.PodCondition{{
@@ -446,9 +444,7 @@ func TestADeletedPodIsRetriedNotJudged(t *testing.T) {
 	}
 
 	// The same for the training Job's pod.
-	finishPod(t, ns, "d-r1-researcher", 0, "")
-	finishPod(t, ns, "d-r1-compliance", 0, result(t, steps.ComplianceResult{Strategy: "s", Candidate: "c1"}))
-	job := waitJob(t, ns, "d-r1-train")
+	job := trainingJob(t, ns, "d")
 	trainPod := runJobPod(t, job, "")
 	trainPod.Finalizers = []string{"example.com/hold"}
 	if err := k8s.Update(context.Background(), trainPod); err != nil {
@@ -583,9 +579,7 @@ func TestAKubeletEvictionIsJudged(t *testing.T) {
 	ns := newNamespace(t)
 	startManager(t)
 	createNamed(t, ns, "ev", func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
-	finishPod(t, ns, "ev-r1-researcher", 0, "")
-	finishPod(t, ns, "ev-r1-compliance", 0, result(t, steps.ComplianceResult{Strategy: "s", Candidate: "c1"}))
-	job := waitJob(t, ns, "ev-r1-train")
+	job := trainingJob(t, ns, "ev")
 	runJobPod(t, job, "-retry")
 	evicted := runJobPod(t, job, "")
 	terminate(t, evicted, 137, "")
@@ -607,4 +601,13 @@ func TestAKubeletEvictionIsJudged(t *testing.T) {
 	eventually(t, "the evicted step's Job to be deleted", func() (bool, error) {
 		return absent(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name}}), nil
 	})
+}
+
+// trainingJob ends round 1's Researcher and check of experiment name, a
+// round of one candidate, and returns the training Job that follows.
+func trainingJob(t *testing.T, ns, name string) *batchv1.Job {
+	t.Helper()
+	finishPod(t, ns, name+"-r1-researcher", 0, "")
+	finishPod(t, ns, name+"-r1-compliance", 0, result(t, steps.ComplianceResult{Strategy: "s", Candidate: "c1"}))
+	return waitJob(t, ns, name+"-r1-train")
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -159,7 +158,7 @@ func (e *engine) evalFinished(r EvalResult) {
 	best, _ := metric.ParseDecimal(e.st.Best.Value)
 	verdict, insight := e.judge(value, best, 0)
 	if runs := 1 + ptr.Deref(e.spec.Acceptance.ConfirmRuns, 0); runs > 1 && (verdict == v1alpha1.VerdictImproved || len(c.Values) > 0) {
-		c.Values = append(slices.Clone(c.Values), r.Value)
+		c.Values = append(c.Values, r.Value)
 		if n := int32(len(c.Values)); n < runs {
 			e.setTask(v1alpha1.StepEval, "run %d/%d: %s=%s; confirming the improvement", n, runs, metricName, r.Value)
 			e.advance(v1alpha1.StepTrain)

@@ -23,18 +23,40 @@ import (
 // not fail either, which would say nothing of the attack.
 func TestStateAttacks(t *testing.T) {
 	for _, a := range attacks(t, "attacks-state") {
+		t.Run(a.name, func(t *testing.T) { toyAttack(t, a, 2, "", v1alpha1.VerdictNotImproved) })
+	}
+}
+
+// TestLuckAttacks runs the attacks in attacks-luck/, each a candidate whose
+// first run is luckier than its code, under spec.acceptance.confirmRuns of
+// 2: the round is judged on the mean of its three runs, against a margin
+// that their spread widens, and rolled back.
+func TestLuckAttacks(t *testing.T) {
+	for _, a := range attacks(t, "attacks-luck") {
 		t.Run(a.name, func(t *testing.T) {
-			files := maps.Clone(Toy)
-			files["experiment.yaml"] = toyExperiment(a.script, 2, "train.sh", "")
-			repo := filepath.Join(t.TempDir(), "repo")
-			st, log := runRepo(t, repo, files)
-			roundVerdict(t, st.History, 2, v1alpha1.VerdictNotImproved, log)
-			if st.Best == nil || st.Best.Value != "10" {
-				t.Errorf("best %+v; want the baseline's 10\n%s", st.Best, log)
-				t.Logf("kept branch:\n%s", gittest.Git(t, repo, "diff", st.Workspace.StartCommit, "refs/heads/autoresearch/toy", "--", ".", ":!experiences.md", ":!results.tsv"))
+			st, log := toyAttack(t, a, 1, "  acceptance: {confirmRuns: 2}\n", v1alpha1.VerdictWithinNoise)
+			if r := st.History[len(st.History)-1]; r.Value != "33" {
+				t.Errorf("round 1 recorded score=%s, want the mean of its runs, 33\n%s", r.Value, log)
 			}
 		})
 	}
+}
+
+// toyAttack runs attack a as the toy's Researcher for rounds rounds, with
+// more added to the experiment's spec: the last round must end in want,
+// and the best stay the baseline's 10.
+func toyAttack(t *testing.T, a attack, rounds int, more string, want v1alpha1.Verdict) (v1alpha1.AutoResearchStatus, string) {
+	t.Helper()
+	files := maps.Clone(Toy)
+	files["experiment.yaml"] = toyExperiment(a.script, rounds, "train.sh", more)
+	repo := filepath.Join(t.TempDir(), "repo")
+	st, log := runRepo(t, repo, files)
+	roundVerdict(t, st.History, int32(rounds), want, log)
+	if st.Best == nil || st.Best.Value != "10" {
+		t.Errorf("best %+v; want the baseline's 10\n%s", st.Best, log)
+		t.Logf("kept branch:\n%s", gittest.Git(t, repo, "diff", st.Workspace.StartCommit, "refs/heads/autoresearch/toy", "--", ".", ":!experiences.md", ":!results.tsv"))
+	}
+	return st, log
 }
 
 // toyExperiment is the toy's experiment file, judged against a given
