@@ -415,9 +415,10 @@ func TestConfirmRunsOnACluster(t *testing.T) {
 			}
 		}
 	}
-	// The second run sees no log directory of the first's, nor one that
-	// holds it.
-	if len(dirs) != 2 || dirs[0] == dirs[1] || strings.HasPrefix(dirs[0]+"/", dirs[1]+"/") {
+	// Neither run's log directory holds the other's: the second sees
+	// nothing the first left, and the first cannot plant anything where
+	// the second will look.
+	if len(dirs) != 2 || strings.HasPrefix(dirs[0]+"/", dirs[1]+"/") || strings.HasPrefix(dirs[1]+"/", dirs[0]+"/") {
 		t.Errorf("candidate b's two runs mount the log directories %q, want one of its own each", dirs)
 	}
 	if init := strings.Join(train.Spec.Template.Spec.InitContainers[len(train.Spec.Template.Spec.InitContainers)-1].Args, " "); !strings.Contains(init, "--commit=cafe000b") {

@@ -409,9 +409,11 @@ func (b childBuilder) gpuJob(a round.Action) (*batchv1.Job, error) {
 	switch {
 	case a.Sample > 0 && a.Round > 0:
 		// A run that confirms a candidate's improvement gets a log
-		// directory of its own: nothing an earlier run left in the
-		// round's reaches it.
-		opts.LogPath = steps.LogPath(a.Round, path.Join(candidate(a), fmt.Sprintf("run-%d", a.Sample), step))
+		// directory of its own beside the round's, never inside it: the
+		// first run writes the round's (or its candidate's), and would
+		// leave its lucky checkpoint in a directory there for the
+		// confirming runs to find.
+		opts.LogPath = path.Join(steps.LogsDir, fmt.Sprintf("round-%d-run-%d", a.Round, a.Sample), candidate(a), step+".log")
 	case a.Sample > 0:
 		opts.LogPath = steps.LogPath(a.Round, fmt.Sprintf("%s-%d", step, a.Sample))
 	case a.Candidates > 0:
