@@ -228,16 +228,12 @@ func (l *Local) runHoldout(ctx context.Context, a round.Action) (*round.Observat
 		return nil, err
 	}
 	// Every holdout's log, which candidate code writes with the data at
-	// hand, is out of the sight of the holdouts after it.
+	// hand, is out of the sight of the holdouts after it, with the rest of
+	// the holdout's state (experimentMounts).
 	logs := filepath.Join(l.x.HoldoutStateDir(), "logs")
-	_, emptyDir, err := l.hidden()
-	if err == nil {
-		err = os.MkdirAll(logs, 0o700)
-	}
-	if err != nil {
+	if err := os.MkdirAll(logs, 0o700); err != nil {
 		return nil, err
 	}
-	mounts = append(mounts, Mount{Path: logs, Hide: emptyDir})
 	exit, output, err := Process{
 		Command: h.Command, Dir: dir,
 		Env: append(append(append(append(append(l.baseEnv(a.Round), l.toolEnv...), checkoutToolEnv(dir, run)...), stepEnv...), envVars(l.spec.Train.Env)...),

@@ -382,6 +382,14 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 	for _, p := range readOnly {
 		mounts = append(mounts, Mount{Path: p, ReadOnly: true})
 	}
+	if kind == cacheHoldout || kind == cacheHoldoutCandidate {
+		// The holdout's state lies in its directory: the values every
+		// holdout printed (holdout.json), the logs, the other candidates'
+		// checkouts, other experiments' state. Candidate code printed
+		// those values with the data at hand; a later holdout that read
+		// them would get back what an earlier one noted there.
+		mounts = append(mounts, veil(filepath.Join(l.spec.Holdout.Dir, ".autoresearch"), run, s.tmp, s.cache, empty, emptyDir)...)
+	}
 	return append(mounts,
 		Mount{Path: run},
 		Mount{Path: s.tmp},
@@ -398,9 +406,15 @@ func (l *Local) experimentMounts(ctx context.Context, run, kind string, readOnly
 // The rest of the supervisor's state is hidden with it, but the empty file
 // and directory that hiding binds.
 func (l *Local) veilWorktree(run string, s scratch, empty, emptyDir string) []Mount {
+	return veil(l.ws.Root, run, s.tmp, s.cache, empty, emptyDir)
+}
+
+// veil hides the directory root from a step but the paths of keep that
+// lie in it and exist.
+func veil(root string, keep ...string) []Mount {
 	var keeps []string
-	for _, p := range []string{run, s.tmp, s.cache, empty, emptyDir} {
-		if !inside(p, l.ws.Root) || slices.ContainsFunc(keeps, func(k string) bool { return inside(p, k) }) {
+	for _, p := range keep {
+		if !inside(p, root) || slices.ContainsFunc(keeps, func(k string) bool { return inside(p, k) }) {
 			continue
 		}
 		if _, err := os.Lstat(p); err == nil {
@@ -411,7 +425,7 @@ func (l *Local) veilWorktree(run string, s scratch, empty, emptyDir string) []Mo
 	for _, p := range keeps {
 		mounts = append(mounts, Mount{Path: p, Keep: true})
 	}
-	return append(mounts, Mount{Path: l.ws.Root, Veil: true})
+	return append(mounts, Mount{Path: root, Veil: true})
 }
 
 // scratch is where a step that runs the experiment's code writes besides
