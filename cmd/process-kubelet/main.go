@@ -25,10 +25,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/vkprovider"
+	"github.com/autoresearch-dev/autoresearch-operator/internal/vkprovider/containerinit"
 )
 
 // mountFlags collects repeated TARGET=SOURCE flags.
-type mountFlags []vkprovider.Mount
+type mountFlags []containerinit.Mount
 
 func (m *mountFlags) String() string { return fmt.Sprint(*m) }
 
@@ -37,13 +38,13 @@ func (m *mountFlags) Set(v string) error {
 	if !ok || !strings.HasPrefix(target, "/") {
 		return fmt.Errorf("want /TARGET=SOURCE, got %q", v)
 	}
-	*m = append(*m, vkprovider.Mount{Source: source, Target: target, ReadOnly: true})
+	*m = append(*m, containerinit.Mount{Source: source, Target: target, ReadOnly: true})
 	return nil
 }
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == vkprovider.InitArg {
-		err := vkprovider.RunContainerInit(os.Args[2])
+	if len(os.Args) == 3 && os.Args[1] == containerinit.Arg {
+		err := containerinit.Run(os.Args[2])
 		fmt.Fprintln(os.Stderr, "process-kubelet:", err)
 		os.Exit(127)
 	}
@@ -68,6 +69,7 @@ func run() error {
 		tlsCert      = flag.String("tls-cert-file", "", "The kubelet API's serving certificate.")
 		tlsKey       = flag.String("tls-private-key-file", "", "The kubelet API's serving key.")
 		clientCA     = flag.String("client-ca-file", "", "The CA that signs the certificates of the kubelet API's clients.")
+		initPath     = flag.String("container-init", "", "The program that becomes each container: process-kubelet-init, which starts in a few milliseconds of CPU; empty runs this agent again as the container init, at some 50 ms of CPU per container.")
 		imageFiles   mountFlags
 	)
 	flag.Var(&imageFiles, "image-file", "/TARGET=SOURCE: a host file mounted read-only at TARGET in every container, such as /autoresearch=bin/autoresearch; repeatable.")
@@ -128,7 +130,7 @@ func run() error {
 
 	p := vkprovider.New(vkprovider.Config{
 		NodeName: *nodeName, GPUs: *gpus, StateDir: *stateDir,
-		ImageFiles: imageFiles, ImageEnv: env, Client: client, KubeletPort: port,
+		ImageFiles: imageFiles, ImageEnv: env, Client: client, KubeletPort: port, ContainerInit: *initPath,
 	})
 	// Containers outlive no agent: they are stopped when it stops.
 	defer p.StopAll()

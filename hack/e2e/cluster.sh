@@ -186,7 +186,7 @@ SC
     # the operator gives it builds the example from nothing.
     start process-kubelet env KUBECONFIG="$kc" GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" "$E2E_DIR/process-kubelet" \
       --node-name process-node --gpus "$E2E_GPUS" --state-dir "$E2E_DIR/state/node" \
-      --image-file "/autoresearch=$E2E_DIR/autoresearch" \
+      --container-init "$E2E_DIR/process-kubelet-init" --image-file "/autoresearch=$E2E_DIR/autoresearch" \
       --listen-address "127.0.0.1:$KUBELET_PORT" --tls-cert-file "$pki/apiserver.crt" \
       --tls-private-key-file "$pki/apiserver.key" --client-ca-file "$pki/apiserver.crt"
     wait_for "node process-node" 120 kubectl wait --for=condition=Ready node/process-node --timeout=1s

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/vkprovider/containerinit"
 )
 
 // TestMain lets the test binary be the agent that containerCommand
 // re-executes.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == InitArg {
-		fmt.Fprintln(os.Stderr, RunContainerInit(os.Args[2]))
+	if len(os.Args) == 3 && os.Args[1] == containerinit.Arg {
+		fmt.Fprintln(os.Stderr, containerinit.Run(os.Args[2]))
 		os.Exit(127)
 	}
 	os.Exit(m.Run())
@@ -37,10 +39,10 @@ func TestAMountMayHideTheSourceOfAnother(t *testing.T) {
 	}
 	// The shallower target is mounted first, and hides base/data.
 	target := filepath.Join(t.TempDir(), "volume", "mnt")
-	cmd, err := containerCommand(os.Args[0], ContainerSpec{
+	cmd, err := containerCommand(os.Args[0], containerinit.Spec{
 		Argv:   []string{"cat", filepath.Join(target, "file.txt")},
 		Env:    []string{"PATH=" + os.Getenv("PATH")},
-		Mounts: []Mount{{Source: data, Target: target, ReadOnly: true}, {Source: empty, Target: base}},
+		Mounts: []containerinit.Mount{{Source: data, Target: target, ReadOnly: true}, {Source: empty, Target: base}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,8 @@ import (
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/vkprovider/containerinit"
 )
 
 const (
@@ -56,13 +58,15 @@ type Config struct {
 	StateDir string
 	// ImageFiles are mounted into every container: the files every image
 	// is assumed to hold, such as the operator's own binary.
-	ImageFiles []Mount
+	ImageFiles []containerinit.Mount
 	// ImageEnv is every container's environment before its own variables.
 	ImageEnv []string
 	// Client reads the ConfigMaps, Secrets and volumes that pods use.
 	Client kubernetes.Interface
-	// Self is the agent's executable, re-executed for each container.
-	Self string
+	// ContainerInit is the program that becomes each container
+	// (containerinit.Run); the agent's own executable when empty, which
+	// must then call containerinit.Run when given containerinit.Arg.
+	ContainerInit string
 	// KubeletPort, when set, is where the node serves the kubelet API
 	// (container logs) on its InternalIP; the node advertises it.
 	KubeletPort int32
@@ -86,8 +90,8 @@ type podRun struct {
 
 // New returns a provider; call ConfigureNode on the node it will register.
 func New(cfg Config) *Provider {
-	if cfg.Self == "" {
-		cfg.Self = "/proc/self/exe"
+	if cfg.ContainerInit == "" {
+		cfg.ContainerInit = "/proc/self/exe"
 	}
 	return &Provider{cfg: cfg, pods: map[string]*podRun{}, notify: func(*corev1.Pod) {}}
 }
@@ -392,7 +396,7 @@ func (p *Provider) exec(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 	if termPath == "" {
 		termPath = corev1.TerminationMessagePathDefault
 	}
-	mounts = append(append(append([]Mount(nil), p.cfg.ImageFiles...), mounts...), Mount{Source: termFile, Target: termPath})
+	mounts = append(append(append([]containerinit.Mount(nil), p.cfg.ImageFiles...), mounts...), containerinit.Mount{Source: termFile, Target: termPath})
 	argv := append(append([]string(nil), c.Command...), c.Args...)
 	if len(c.Command) == 0 {
 		return 128, "process-kubelet ignores images, so every container needs a command"
@@ -404,7 +408,7 @@ func (p *Provider) exec(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, e.Name+"=") })
 		env = append(env, e.Name+"="+e.Value)
 	}
-	cmd, err := containerCommand(p.cfg.Self, ContainerSpec{Mounts: mounts, Dir: c.WorkingDir, Argv: argv, Env: env})
+	cmd, err := containerCommand(p.cfg.ContainerInit, containerinit.Spec{Mounts: mounts, Dir: c.WorkingDir, Argv: argv, Env: env})
 	if err != nil {
 		return 128, err.Error()
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/vkprovider/containerinit"
 )
 
 func TestTerminationMessage(t *testing.T) {
@@ -53,7 +55,7 @@ func TestContainerMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Mount{
+	want := []containerinit.Mount{
 		{Source: filepath.Join(vol, "worktree"), Target: "/workspace/worktree"},
 		{Source: filepath.Join(vol, "source/.git"), Target: "/workspace/source/.git", ReadOnly: true},
 	}

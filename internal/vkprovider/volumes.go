@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/autoresearch-dev/autoresearch-operator/internal/vkprovider/containerinit"
 )
 
 // volumeDirs returns the host directory that backs each of the pod's
@@ -160,8 +162,8 @@ func claimDir(ctx context.Context, client kubernetes.Interface, namespace, claim
 
 // containerMounts turns a container's volume mounts into bind mounts,
 // creating subPath directories as the kubelet does.
-func containerMounts(c *corev1.Container, dirs map[string]string) ([]Mount, error) {
-	var mounts []Mount
+func containerMounts(c *corev1.Container, dirs map[string]string) ([]containerinit.Mount, error) {
+	var mounts []containerinit.Mount
 	for _, vm := range c.VolumeMounts {
 		src, ok := dirs[vm.Name]
 		if !ok {
@@ -175,7 +177,7 @@ func containerMounts(c *corev1.Container, dirs map[string]string) ([]Mount, erro
 				}
 			}
 		}
-		mounts = append(mounts, Mount{Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly})
+		mounts = append(mounts, containerinit.Mount{Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly})
 	}
 	return mounts, nil
 }
