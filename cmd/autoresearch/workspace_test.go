@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -208,6 +209,74 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantTSV, tsv); diff != "" {
 		t.Errorf("results.tsv (-want +got):\n%s", diff)
+	}
+}
+
+// TestTheGitStepPutsBackWhatAFailedResearcherChanged plays a Researcher
+// that points the worktree's .git file at a copy of the repository, whose
+// configuration smudges and cleans every file through a command of its
+// own, and then fails: no compliance check follows it, which would have
+// put git back, and the rollback that follows must not run the command,
+// nor roll back in the copy.
+func TestTheGitStepPutsBackWhatAFailedResearcherChanged(t *testing.T) {
+	v := newVolume(t)
+	run := func(argv []string) {
+		t.Helper()
+		if out, err := runStep(t, argv); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(argv[1:3], " "), err, out)
+		}
+	}
+	init := steps.InitOptions{
+		Worktree: v.wt, Repo: v.source, CloneURL: "file://" + v.upstream, Ref: "main",
+		Metric: "score", MaxRounds: 2, Fixed: []string{"eval.sh"}, ResultPath: v.result("init"),
+	}
+	run(steps.InitArgs(steps.Binary, init))
+	var ws steps.WorkspaceResult
+	decodeResult(t, init.ResultPath, &ws)
+	start := ws.StartCommit
+	run(steps.PrepareArgs(steps.Binary, steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 1, Base: start}))
+	gitFile := readTestFile(t, filepath.Join(v.wt.Dir, ".git"))
+
+	marker := filepath.Join(t.TempDir(), "planted-command-ran")
+	// Where a rollback's git clean leaves it.
+	shadow := filepath.Join(v.dir(), ".autoresearch", "shadow-git")
+	real := testGit(t, v.wt.Dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err := os.MkdirAll(filepath.Dir(shadow), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-r", real, shadow).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if err := os.RemoveAll(filepath.Join(shadow, "worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	testGit(t, v.wt.Dir, "--git-dir="+shadow, "symbolic-ref", "HEAD", "refs/heads/autoresearch/toy")
+	for _, kv := range [][2]string{{"core.bare", "false"}, {"filter.pwn.smudge", "touch " + marker + "; cat"}, {"filter.pwn.clean", "touch " + marker + "; cat"}} {
+		testGit(t, v.wt.Dir, "--git-dir="+shadow, "config", kv[0], kv[1])
+	}
+	writeTestFiles(t, shadow, map[string]string{"info/attributes": "* filter=pwn\n"})
+	writeTestFiles(t, v.wt.Dir, map[string]string{".git": "gitdir: " + shadow + "\n"})
+	// A file the rollback checks out again.
+	if err := os.Remove(filepath.Join(v.dir(), "train.sh")); err != nil {
+		t.Fatal(err)
+	}
+
+	rollback := steps.GitOptions{
+		Worktree: v.wt, StateDir: v.state, Action: steps.GitRollback, Base: start,
+		Ledger: steps.LedgerUpdate{Metric: "score", Rounds: 1, MaxRounds: 2, Status: "running", Round: &steps.LedgerRound{
+			Round: 1, Strategy: "crash", Compliance: "✅", Verdict: string(v1alpha1.VerdictResearcherFailed),
+		}},
+		ResultPath: v.result("rollback"),
+	}
+	run(steps.GitArgs(steps.Binary, rollback))
+	if _, err := os.Lstat(marker); err == nil {
+		t.Error("the git step ran the command the Researcher planted in its repository")
+	}
+	if got := readTestFile(t, filepath.Join(v.wt.Dir, ".git")); got != gitFile {
+		t.Errorf("the worktree's .git file after the git step: %q, want %q", got, gitFile)
+	}
+	if got := readTestFile(t, filepath.Join(v.dir(), "train.sh")); got != "#!/bin/sh\nSCORE=10\n" {
+		t.Errorf("train.sh after the rollback = %q", got)
 	}
 }
 

@@ -61,6 +61,9 @@ var clusterAttacks = []attack{
 	{"forge-results", v1alpha1.VerdictComplianceFailed},
 	// The worktree's .git file is in the Researcher's writable worktree.
 	{"gitlink-redirect", v1alpha1.VerdictComplianceFailed},
+	// A Researcher that fails gets no compliance check: the git step
+	// puts back what it changed before it runs git.
+	{"gitlink-redirect-then-fail", v1alpha1.VerdictResearcherFailed},
 	// The git directory is read-only: nothing is planted, and a commit
 	// fails the Researcher.
 	{"hook-post-commit", v1alpha1.VerdictNotImproved},

@@ -67,6 +67,7 @@ var verdicts = map[string]v1alpha1.Verdict{
 	"fsmonitor":                   v1alpha1.VerdictComplianceFailed,
 	"gitignore-hide":              v1alpha1.VerdictComplianceFailed,
 	"gitlink-redirect":            v1alpha1.VerdictComplianceFailed,
+	"gitlink-redirect-then-fail":  v1alpha1.VerdictResearcherFailed,
 	"gitmodules":                  v1alpha1.VerdictComplianceFailed,
 	"go-env-write":                v1alpha1.VerdictNotImproved,
 	"go-init-helper":              v1alpha1.VerdictComplianceFailed,
