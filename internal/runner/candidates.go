@@ -30,8 +30,8 @@ type candidateRound struct {
 	saved *supervisor.Backup
 	// researched says that FinishResearch ran after them.
 	researched bool
-	// trained says that the git machinery was put back after the round's
-	// training runs; undone is what that undid.
+	// trained says that training ran since the git machinery was last
+	// put back; undone is what putting it back undid in the round.
 	trained bool
 	undone  []string
 }
@@ -211,7 +211,11 @@ func (l *Local) finishCandidates(ctx context.Context, a round.Action) error {
 }
 
 // trainedGitState puts the git machinery back as the round's training
-// found it, once for all the round's candidates, and says what it undid.
+// found it, before an evaluation that training ran before, and says what
+// it undid in the round: the candidates train at once, so what one changed
+// is held against every candidate evaluated after it. Training runs again
+// after the first evaluations — the candidate spec.combine makes, the
+// runs that confirm an improvement — and is put back after again.
 func (l *Local) trainedGitState(ctx context.Context, a round.Action) ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -219,12 +223,12 @@ func (l *Local) trainedGitState(ctx context.Context, a round.Action) ([]string, 
 		return l.restoreGitState(ctx, a.Round)
 	}
 	c := l.shared(a)
-	if !c.trained {
+	if c.trained {
 		undone, err := l.restoreGitState(ctx, a.Round)
 		if err != nil {
 			return nil, err
 		}
-		c.trained, c.undone = true, undone
+		c.trained, c.undone = false, append(c.undone, undone...)
 	}
 	return c.undone, nil
 }

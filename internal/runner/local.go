@@ -889,15 +889,18 @@ func (l *Local) use(ws *workspace.Workspace) {
 
 // snapshotGitState keeps the git machinery as a round's training finds
 // it: before each run of a round of one, before the first of a round of
-// several.
+// several, whose later runs are held to it too (trainedGitState).
 func (l *Local) snapshotGitState(ctx context.Context, a round.Action) error {
 	if a.Round == 0 || l.pipelined() {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.gitState != nil && a.Candidates > 0 {
-		return nil
+	if a.Candidates > 0 {
+		l.shared(a).trained = true
+		if l.gitState != nil {
+			return nil
+		}
 	}
 	st, err := l.ws.SnapshotGitState(ctx)
 	if err != nil {
