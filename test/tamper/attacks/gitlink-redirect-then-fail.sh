@@ -5,10 +5,7 @@
 # git step that rolls its round back would run git in that repository.
 real=$(git rev-parse --path-format=absolute --git-common-dir)
 top=$(git rev-parse --show-toplevel)
-# Where the rollback's git clean leaves it, where the Researcher may
-# write there; beside the worktree's files otherwise.
-fake=$PWD/.autoresearch/shadow-git
-mkdir -p "$fake" 2>/dev/null || fake=$top/.shadow-git
+fake=$top/.shadow-git
 mkdir -p "$fake"
 cp -r "$real/." "$fake"
 rm -rf "$fake/worktrees"
