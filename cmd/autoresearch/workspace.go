@@ -319,11 +319,10 @@ func newWorkspaceGitCommand(action string) *cobra.Command {
 			}
 			if u.Round != nil {
 				// A Researcher that failed or ran out of time had no
-				// compliance check, which puts back the git machinery
-				// it changed (the worktree's .git file pointed at a
-				// repository of its own, with filters git would run
-				// here): the git step puts it back before it runs git.
-				if _, err := supervisor.RestoreGitState(cmd.Context(), ws, f.stateDir, u.Round.Round); err != nil {
+				// compliance check, which puts back the worktree's .git
+				// file it may have pointed at a repository of its own,
+				// with filters git would run here.
+				if _, err := supervisor.RestoreGitLink(ws, f.stateDir, u.Round.Round); err != nil {
 					return err
 				}
 			}

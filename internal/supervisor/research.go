@@ -296,6 +296,26 @@ func RestoreGitState(ctx context.Context, ws *workspace.Workspace, stateDir stri
 	return restoreGitState(ctx, ws, backupDir(stateDir, round))
 }
 
+// RestoreGitLink puts back the worktree's .git file and its git
+// directory's links as round's backup saved them, before the Researcher,
+// and says what it undid: the git step runs after a Researcher that failed
+// or timed out, which no compliance check followed, and a Researcher whose
+// pod mounts the git directory read-only can change only the .git file of
+// the worktree it writes, which git would then follow to a repository of
+// its own. A round whose Researchers worked on copies of their own saved
+// no git state, and nothing is put back.
+func RestoreGitLink(ws *workspace.Workspace, stateDir string, round int32) ([]string, error) {
+	dir := backupDir(stateDir, round)
+	if _, err := os.Stat(filepath.Join(dir, gitStateFile)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	saved, err := readGitState(dir)
+	if err != nil {
+		return nil, err
+	}
+	return ws.RestoreGitLink(saved)
+}
+
 // restoreGitState puts back the git machinery saved in dir and says what it
 // undid.
 func restoreGitState(ctx context.Context, ws *workspace.Workspace, dir string) ([]string, error) {

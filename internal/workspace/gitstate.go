@@ -114,7 +114,7 @@ func (w *Workspace) SnapshotGitState(ctx context.Context) (GitState, error) {
 // RestoreGitState puts the repository's git machinery back as saved and
 // describes each thing it had to undo; nothing to undo gives nil.
 func (w *Workspace) RestoreGitState(ctx context.Context, saved GitState) ([]string, error) {
-	undone, err := w.restoreGitLink(saved)
+	undone, err := w.RestoreGitLink(saved)
 	if err != nil {
 		return undone, err
 	}
@@ -163,10 +163,10 @@ func (w *Workspace) RestoreGitState(ctx context.Context, saved GitState) ([]stri
 	return undone, nil
 }
 
-// restoreGitLink puts back the worktree's .git file and the links of its
+// RestoreGitLink puts back the worktree's .git file and the links of its
 // git directory (worktreeLinks), whatever took their place, before any git
-// command reads them.
-func (w *Workspace) restoreGitLink(saved GitState) ([]string, error) {
+// command reads them, and describes each thing it had to undo.
+func (w *Workspace) RestoreGitLink(saved GitState) ([]string, error) {
 	link := filepath.Join(w.Root, gitLink)
 	f, ok := saved.Files[link]
 	if !ok {
