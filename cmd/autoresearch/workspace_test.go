@@ -72,14 +72,16 @@ func assertCommittedAsSealed(t *testing.T, dir, start, candidate, result string)
 	}
 }
 
+// runTestStep runs a step's command line and fails the test if it fails.
+func runTestStep(t *testing.T, argv []string) {
+	t.Helper()
+	if out, err := runStep(t, argv); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv[1:3], " "), err, out)
+	}
+}
+
 func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	v := newVolume(t)
-	run := func(argv []string) {
-		t.Helper()
-		if out, err := runStep(t, argv); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(argv[1:3], " "), err, out)
-		}
-	}
 
 	init := steps.InitOptions{
 		Worktree: v.wt, Repo: v.source, CloneURL: "file://" + v.upstream, Ref: "main",
@@ -87,7 +89,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	}
 	var ws steps.WorkspaceResult
 	for range 2 {
-		run(steps.InitArgs(steps.Binary, init))
+		runTestStep(t, steps.InitArgs(steps.Binary, init))
 		decodeResult(t, init.ResultPath, &ws)
 	}
 	if ws.Error != "" || ws.Branch != "autoresearch/toy" || ws.StartCommit != testGit(t, v.wt.Dir, "rev-parse", "HEAD") || len(ws.FixedHashes) != 1 {
@@ -101,7 +103,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	}}
 	prepare := steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 1, Base: start, Ledger: &baseline}
 	for range 2 {
-		run(steps.PrepareArgs(steps.Binary, prepare))
+		runTestStep(t, steps.PrepareArgs(steps.Binary, prepare))
 	}
 	researcher(t, v, "train.sh", "#!/bin/sh\nSCORE=20\n", 1, "double SCORE")
 	check := steps.CheckOptions{
@@ -109,7 +111,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 		AlsoWrite: v.result("compliance-shared"), ResultPath: v.result("check"),
 	}
 	for range 2 {
-		run(steps.CheckArgs(steps.Binary, check))
+		runTestStep(t, steps.CheckArgs(steps.Binary, check))
 	}
 	var compliance, shared steps.ComplianceResult
 	decodeResult(t, check.ResultPath, &compliance)
@@ -135,7 +137,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 
 	// Round 2: the Researcher edits the fixed evaluation; the spec comes from a file.
 	prepare = steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 2, Base: committed.Commit}
-	run(steps.PrepareArgs(steps.Binary, prepare))
+	runTestStep(t, steps.PrepareArgs(steps.Binary, prepare))
 	researcher(t, v, "eval.sh", "#!/bin/sh\necho score: 99\n", 2, "edit the evaluation")
 	specFile := filepath.Join(t.TempDir(), "spec.yaml")
 	data, err := yaml.Marshal(toySpec)
@@ -146,7 +148,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 		t.Fatal(err)
 	}
 	check = steps.CheckOptions{Worktree: v.wt, StateDir: v.state, Round: 2, Base: committed.Commit, Start: start, SpecFile: specFile, ResultPath: v.result("check-2")}
-	run(steps.CheckArgs(steps.Binary, check))
+	runTestStep(t, steps.CheckArgs(steps.Binary, check))
 	decodeResult(t, check.ResultPath, &compliance)
 	if compliance.Strategy != "edit the evaluation" || !strings.Contains(compliance.Violation, "modified fixed file eval.sh") {
 		t.Errorf("round 2 compliance %+v, want the strategy and a violation for eval.sh", compliance)
@@ -161,7 +163,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 	}
 	var rolledBack steps.GitResult
 	for range 2 {
-		run(steps.GitArgs(steps.Binary, rollback))
+		runTestStep(t, steps.GitArgs(steps.Binary, rollback))
 		decodeResult(t, rollback.ResultPath, &rolledBack)
 	}
 	if rolledBack.Commit != committed.Commit {
@@ -177,7 +179,7 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 		t.Fatal(err)
 	}
 	finish := steps.FinishOptions{Worktree: v.wt, StateDir: v.state, Ledger: header, ResultPath: v.result("finish"), Push: &steps.PushOptions{URL: "file://" + remote, SecretDir: secret}}
-	run(steps.FinishArgs(steps.Binary, finish))
+	runTestStep(t, steps.FinishArgs(steps.Binary, finish))
 	var finished steps.GitResult
 	decodeResult(t, finish.ResultPath, &finished)
 	if finished.Commit != testGit(t, v.wt.Dir, "rev-parse", "HEAD") || testGit(t, v.wt.Dir, "status", "--porcelain") != "" {
@@ -220,21 +222,15 @@ func TestWorkspaceStepsThroughTheBuilders(t *testing.T) {
 // nor roll back in the copy.
 func TestTheGitStepPutsBackWhatAFailedResearcherChanged(t *testing.T) {
 	v := newVolume(t)
-	run := func(argv []string) {
-		t.Helper()
-		if out, err := runStep(t, argv); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(argv[1:3], " "), err, out)
-		}
-	}
 	init := steps.InitOptions{
 		Worktree: v.wt, Repo: v.source, CloneURL: "file://" + v.upstream, Ref: "main",
 		Metric: "score", MaxRounds: 2, Fixed: []string{"eval.sh"}, ResultPath: v.result("init"),
 	}
-	run(steps.InitArgs(steps.Binary, init))
+	runTestStep(t, steps.InitArgs(steps.Binary, init))
 	var ws steps.WorkspaceResult
 	decodeResult(t, init.ResultPath, &ws)
 	start := ws.StartCommit
-	run(steps.PrepareArgs(steps.Binary, steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 1, Base: start}))
+	runTestStep(t, steps.PrepareArgs(steps.Binary, steps.PrepareOptions{Worktree: v.wt, StateDir: v.state, Round: 1, Base: start}))
 	gitFile := readTestFile(t, filepath.Join(v.wt.Dir, ".git"))
 
 	marker := filepath.Join(t.TempDir(), "planted-command-ran")
@@ -268,7 +264,7 @@ func TestTheGitStepPutsBackWhatAFailedResearcherChanged(t *testing.T) {
 		}},
 		ResultPath: v.result("rollback"),
 	}
-	run(steps.GitArgs(steps.Binary, rollback))
+	runTestStep(t, steps.GitArgs(steps.Binary, rollback))
 	if _, err := os.Lstat(marker); err == nil {
 		t.Error("the git step ran the command the Researcher planted in its repository")
 	}

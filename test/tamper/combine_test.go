@@ -29,23 +29,9 @@ func TestCooperatingCandidatesAttacks(t *testing.T) {
 				t.Fatal(err)
 			}
 			marker := filepath.Join(t.TempDir(), "planted-command-ran")
+			t.Setenv("MARKER", marker)
 			files := maps.Clone(Toy)
-			files["experiment.yaml"] = `apiVersion: autoresearch.dev/v1alpha1
-kind: AutoResearch
-metadata:
-  name: toy
-spec:
-  researchQuestion: "Does a higher SCORE help?"
-  maxRounds: 1
-` + spec + `  baseline: {value: "10"}
-  fixed: {files: [eval.sh, check/main.go, golden/], timeLimit: 10s}
-  variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
-  eval: {metric: score, direction: maximize, command: "./eval.sh"}
-  researcher:
-    command: "sh ` + script + `"
-    env: [{name: MARKER, value: "` + marker + `"}]
-`
+			files["experiment.yaml"] = toyExperiment(script, 1, "train.sh", spec)
 			st, log := runRepo(t, filepath.Join(t.TempDir(), "repo"), files)
 			for _, h := range st.History {
 				t.Logf("round %d%s: %s %s (%s)", h.Round, h.Candidate, h.Value, h.Verdict, h.Insight)
