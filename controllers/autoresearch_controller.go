@@ -67,6 +67,9 @@ type AutoResearchReconciler struct {
 	// its step needs, until a create succeeds: the step waits for it, and
 	// the status says so.
 	refused sync.Map
+	// retries holds the children that failed through no fault of the
+	// candidate, to make them again with backoff.
+	retries retries
 }
 
 // Option configures an AutoResearchReconciler.
@@ -107,10 +110,17 @@ func WithMaxConcurrentReconciles(n int) Option {
 	return func(r *AutoResearchReconciler) { r.concurrency = max(1, n) }
 }
 
+// WithRetryBackoff sets the wait before a child that failed a second time
+// is made again, which doubles with each further failure up to maxDelay.
+func WithRetryBackoff(delay, maxDelay time.Duration) Option {
+	return func(r *AutoResearchReconciler) { r.retries.delay, r.retries.maxDelay = delay, maxDelay }
+}
+
 // NewReconciler is the AutoResearch reconciler over a client, the scheme
 // its children are owned through and a recorder for its events.
 func NewReconciler(c client.Client, scheme *runtime.Scheme, recorder events.EventRecorder, opts ...Option) *AutoResearchReconciler {
 	r := &AutoResearchReconciler{Client: c, reader: c, scheme: scheme, recorder: recorder, stepResources: DefaultStepResources(), clock: clock.RealClock{}, concurrency: 1}
+	r.retries.delay, r.retries.maxDelay = DefaultRetryDelay, DefaultMaxRetryDelay
 	for _, opt := range opts {
 		opt(r)
 	}
@@ -135,6 +145,7 @@ func (r *AutoResearchReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if apierrors.IsNotFound(err) {
 			forgetExperimentMetrics(req.Namespace, req.Name)
 			r.refused.Delete(req.NamespacedName)
+			r.retries.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -142,6 +153,7 @@ func (r *AutoResearchReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		// Owner references let the garbage collector remove the children;
 		// a retained workspace claim has none and stays.
 		forgetExperimentMetrics(ar.Namespace, ar.Name)
+		r.retries.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	return r.reconcile(ctx, ar)
@@ -182,11 +194,7 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 	obs, failure := observe(ar, spec, w)
 	if failure != nil {
 		// The child broke for reasons of its own: make it anew.
-		log.Info("Recreating a step", "child", failure.name, "reason", failure.reason)
-		if !failure.outdated {
-			r.recorder.Eventf(ar, nil, corev1.EventTypeWarning, reasonStepRetried, actionRetry, "%s", failure.reason)
-		}
-		return ctrl.Result{}, r.deleteChild(ctx, failure.name, w)
+		return ctrl.Result{}, r.retry(ctx, ar, failure, w)
 	}
 	var result ctrl.Result
 	var waits wait
@@ -205,10 +213,16 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 			if waits.message == "" && awaitsAdmission(w.jobs[name]) {
 				waits = wait{message: fmt.Sprintf("%s waits for admission to queue %s", name, spec.QueueName)}
 			}
+			if w.pods[name] == nil && w.jobs[name] == nil {
+				// A child that failed waits for its backoff to end.
+				if msg, _ := r.retries.waiting(ar, name, w.now); msg != "" && waits.message == "" {
+					waits = wait{message: msg}
+				}
+			}
 			if jobFinished(w.jobs[name]) {
 				// Its pods have yet to reach the cache; their watch wakes
 				// the loop when they do, and this when they never will.
-				result.RequeueAfter = podLag
+				result.RequeueAfter = soonest(result.RequeueAfter, podLag)
 			}
 		}
 		if why, ok := r.refused.Load(client.ObjectKeyFromObject(ar)); ok && waits.message == "" {
@@ -250,6 +264,15 @@ func (r *AutoResearchReconciler) reconcile(ctx context.Context, ar *v1alpha1.Aut
 			return ctrl.Result{}, err
 		}
 	}
+	current := map[string]bool{}
+	for _, a := range round.CurrentActions(spec, &ar.Status) {
+		name := childName(ar, a)
+		current[name] = true
+		if _, left := r.retries.waiting(ar, name, w.now); left > 0 {
+			result.RequeueAfter = soonest(result.RequeueAfter, left)
+		}
+	}
+	r.retries.keep(ar, current)
 	if _, still := r.refused.Load(client.ObjectKeyFromObject(ar)); waits.refusal && !still {
 		// The child was made at last: the status says so no longer.
 		result.RequeueAfter = time.Second
@@ -313,6 +336,9 @@ func (r *AutoResearchReconciler) loadWorld(ctx context.Context, ar *v1alpha1.Aut
 func (r *AutoResearchReconciler) perform(ctx context.Context, ar *v1alpha1.AutoResearch, w world, a round.Action) error {
 	b := childBuilder{ar: ar, image: r.image, resources: r.stepResources}
 	name := childName(ar, a)
+	if msg, _ := r.retries.waiting(ar, name, w.now); msg != "" {
+		return nil
+	}
 	switch a.Type {
 	case round.ActionPrepareWorkspace:
 		if ar.Spec.Source.PVC == nil {
@@ -453,6 +479,44 @@ func (r *AutoResearchReconciler) create(ctx context.Context, ar *v1alpha1.AutoRe
 	}
 	r.recorder.Eventf(ar, existing, corev1.EventTypeWarning, reasonChildConflict, actionCreate, "%s", msg)
 	return false, errors.New(msg)
+}
+
+// retry deletes a child that failed through no fault of the candidate, to
+// be made anew: at once the first time, after a backoff when it fails
+// again, so that a step that fails for good neither spins nor hides.
+func (r *AutoResearchReconciler) retry(ctx context.Context, ar *v1alpha1.AutoResearch, f *stepFailure, w world) error {
+	var child client.Object
+	if p := w.pods[f.name]; p != nil {
+		child = p
+	} else if j := w.jobs[f.name]; j != nil {
+		child = j
+	}
+	msg := f.reason
+	if !f.outdated && !f.neverRan && child != nil {
+		n, wait, first := r.retries.failed(ar, f.name, child.GetUID(), f.reason, w.now)
+		if !first {
+			// Deleted already; the cache has yet to say so.
+			return r.deleteChild(ctx, f.name, w)
+		}
+		if wait > 0 {
+			msg = fmt.Sprintf("%s; it failed %d times and is made again in %s", msg, n, wait)
+		}
+	}
+	logf.FromContext(ctx).Info("Recreating a step", "child", f.name, "reason", msg)
+	if !f.outdated {
+		// The child it names keeps the event of each failure apart from
+		// those before it, which the recorder would fold into theirs.
+		r.recorder.Eventf(ar, child, corev1.EventTypeWarning, reasonStepRetried, actionRetry, "%s", msg)
+	}
+	return r.deleteChild(ctx, f.name, w)
+}
+
+// soonest is the earlier of two requeue delays, zero meaning none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
 }
 
 func (r *AutoResearchReconciler) deleteChild(ctx context.Context, name string, w world) error {

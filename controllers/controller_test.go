@@ -377,8 +377,14 @@ func condition(ar *v1alpha1.AutoResearch, typ string) *metav1.Condition {
 }
 
 func eventReasons(t *testing.T, ns string) []string {
+	return eventsOf(t, ns, experiment)
+}
+
+// eventsOf is the reason and message of every event of the experiment
+// named name.
+func eventsOf(t *testing.T, ns, name string) []string {
 	var out []string
-	for _, e := range experimentEvents(t, ns, experiment) {
+	for _, e := range experimentEvents(t, ns, name) {
 		out = append(out, e.Reason+": "+e.Message)
 	}
 	return out

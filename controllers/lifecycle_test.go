@@ -3,8 +3,10 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -466,6 +468,62 @@ func TestADeletedPodIsRetriedNotJudged(t *testing.T) {
 	if v := getExperiment(t, ns, "d").Status.CurrentRound.Candidates[0].Verdict; v != "" {
 		t.Errorf("the deleted training pod was judged %s", v)
 	}
+}
+
+// A step of the operator's own that fails for good (a full disk, a broken
+// repository) is made again with backoff, and says so, rather than at
+// once, several times a second, forever.
+func TestAStepThatKeepsFailingBacksOff(t *testing.T) {
+	ns := newNamespace(t)
+	startManager(t)
+	createNamed(t, ns, "g", func(s *v1alpha1.AutoResearchSpec) { s.MaxRounds = 1 })
+	playNamed(t, ns, "g", roundPlay{researcherExit: 1})
+
+	name := "g-r1-git"
+	var uids []types.UID
+	fail := func() {
+		t.Helper()
+		pod := waitPod(t, ns, name)
+		eventually(t, "a new git pod", func() (bool, error) {
+			err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod)
+			return err == nil && !slices.Contains(uids, pod.UID), client.IgnoreNotFound(err)
+		})
+		uids = append(uids, pod.UID)
+		terminate(t, pod, 1, "fatal: could not write index: No space left on device")
+	}
+	fail()
+	fail() // made again at once after the first failure
+	failedAt := time.Now()
+	var waiting string
+	eventually(t, "the status to say the git step waits", func() (bool, error) {
+		waiting = getExperiment(t, ns, "g").Status.CurrentRound.Waiting
+		return strings.Contains(waiting, name+" failed 2 times"), nil
+	})
+	if !strings.Contains(waiting, "No space left on device") || !strings.Contains(waiting, "made again at") {
+		t.Errorf("waiting = %q, want why the step failed and when it runs again", waiting)
+	}
+	if !hasEvent(t, ns, "g", reasonStepRetried, "it failed 2 times and is made again in 3s") {
+		t.Errorf("no StepRetried event saying when the step runs again; events: %v", eventsOf(t, ns, "g"))
+	}
+	pod := waitPod(t, ns, name)
+	if pod.UID == uids[1] {
+		t.Fatal("the failed pod was not deleted")
+	}
+	if made := pod.CreationTimestamp.Time; made.Before(failedAt.Add(testRetryDelay - time.Second)) {
+		t.Errorf("the git pod was made again %s after its second failure, before its backoff of %s ended", made.Sub(failedAt), testRetryDelay)
+	}
+	uids = append(uids, pod.UID)
+	terminate(t, pod, 1, "fatal: could not write index: No space left on device")
+	if !hasEvent(t, ns, "g", reasonStepRetried, "it failed 3 times and is made again in 6s") {
+		t.Errorf("the backoff did not double; events: %v", eventsOf(t, ns, "g"))
+	}
+
+	// Once the disk has room the step succeeds and the loop goes on.
+	finishPod(t, ns, name, 0, result(t, steps.GitResult{}))
+	eventually(t, "round 1 to end", func() (bool, error) {
+		h := getExperiment(t, ns, "g").Status.History
+		return len(h) == 2 && h[1].Verdict == v1alpha1.VerdictResearcherFailed, nil
+	})
 }
 
 func TestARefusedChildIsAnnounced(t *testing.T) {

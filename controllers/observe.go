@@ -34,6 +34,9 @@ type stepFailure struct {
 	// outdated says that the child does what the round no longer asks
 	// for, which is no failure: it is made anew without a warning.
 	outdated bool
+	// neverRan says that the child's command never started: it waited,
+	// and is made anew at once however often that happens.
+	neverRan bool
 }
 
 // observe turns the state of the children that perform the actions in
@@ -200,7 +203,8 @@ func stoppedBeforeItsTime(job *batchv1.Job, pods []*corev1.Pod) *stepFailure {
 			}
 		}
 	}
-	return &stepFailure{name: job.Name, reason: job.Name + " reached its deadline before its command ran: it waited for a GPU, admission or its image, which is never a verdict"}
+	return &stepFailure{name: job.Name, neverRan: true,
+		reason: job.Name + " reached its deadline before its command ran: it waited for a GPU, admission or its image, which is never a verdict"}
 }
 
 // lostItsPod is a failed training or evaluation Job whose pods were all

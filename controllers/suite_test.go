@@ -139,6 +139,10 @@ func startManager(t testing.TB, watchNamespaces ...string) *manager {
 	return startManagerWith(t, cfg, watchNamespaces...)
 }
 
+// testRetryDelay is the wait before a child that failed twice is made
+// again in these tests.
+const testRetryDelay = 3 * time.Second
+
 // startManagerWith starts the manager with the client configuration c.
 func startManagerWith(t testing.TB, c *rest.Config, watchNamespaces ...string) *manager {
 	t.Helper()
@@ -154,7 +158,7 @@ func startManagerWith(t testing.TB, c *rest.Config, watchNamespaces ...string) *
 		t.Fatal(err)
 	}
 	r := NewReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorder(ControllerName),
-		WithImage(testImage), WithMaxConcurrentReconciles(4))
+		WithImage(testImage), WithMaxConcurrentReconciles(4), WithRetryBackoff(testRetryDelay, 2*testRetryDelay))
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
