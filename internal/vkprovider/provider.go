@@ -133,8 +133,18 @@ func (p *Provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := key(pod.Namespace, pod.Name)
-	if _, ok := p.pods[k]; ok {
-		return nil
+	if old, ok := p.pods[k]; ok {
+		if old.pod.UID == pod.UID {
+			return nil
+		}
+		// A pod made anew under the name of one the provider still runs:
+		// the old one is gone from the API server, so its processes stop
+		// and its volumes go, as a deleted pod's do, and the new one runs.
+		old.cancel()
+		go func() {
+			<-old.done
+			_ = os.RemoveAll(filepath.Join(p.podDir(old.pod), "volumes"))
+		}()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &podRun{pod: pod.DeepCopy(), cancel: cancel, done: make(chan struct{})}
@@ -164,15 +174,18 @@ func (p *Provider) UpdatePod(context.Context, *corev1.Pod) error { return nil }
 func (p *Provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 	p.mu.Lock()
 	r, ok := p.pods[key(pod.Namespace, pod.Name)]
-	if !ok {
+	if !ok || r.pod.UID != pod.UID {
+		// An older pod of the name, which a new one replaced, stopped then.
 		p.mu.Unlock()
-		return errdefs.NotFoundf("pod %s/%s is not known", pod.Namespace, pod.Name)
+		return errdefs.NotFoundf("pod %s/%s (%s) is not known", pod.Namespace, pod.Name, pod.UID)
 	}
 	p.mu.Unlock()
 	r.cancel()
 	<-r.done
 	p.mu.Lock()
-	delete(p.pods, key(pod.Namespace, pod.Name))
+	if p.pods[key(pod.Namespace, pod.Name)] == r {
+		delete(p.pods, key(pod.Namespace, pod.Name))
+	}
 	final := r.pod.DeepCopy()
 	notify := p.notify
 	p.mu.Unlock()
@@ -265,8 +278,12 @@ func (p *Provider) update(r *podRun, f func(*corev1.PodStatus)) {
 	f(&r.pod.Status)
 	pod := r.pod.DeepCopy()
 	notify := p.notify
+	current := p.pods[key(pod.Namespace, pod.Name)] == r
 	p.mu.Unlock()
-	notify(pod)
+	if current {
+		// A replaced pod's status would be taken for its successor's.
+		notify(pod)
+	}
 }
 
 // run plays the kubelet's pod lifecycle: init containers one by one, then

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/autoresearch-dev/autoresearch-operator/internal/vkprovider/containerinit"
 )
@@ -116,6 +117,51 @@ func TestADeletedPodLeavesNoVolumes(t *testing.T) {
 		t.Errorf("the deleted pod's volumes are still there: %v", err)
 	}
 	if _, err := p.GetPod(ctx, "ns", "step"); err == nil {
+		t.Error("the provider still knows the deleted pod")
+	}
+}
+
+// A pod deleted and made anew under the same name runs, and is the one the
+// provider reports, whether or not the old one's deletion reached it first.
+func TestAPodMadeAnewUnderItsNameRuns(t *testing.T) {
+	state := t.TempDir()
+	p := New(Config{StateDir: state})
+	ctx := context.Background()
+	pod := func(uid types.UID) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "git", UID: uid}}
+	}
+	succeeded := func(uid types.UID) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			got, err := p.GetPod(ctx, "ns", "git")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.UID == uid && got.Status.Phase == corev1.PodSucceeded {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the provider reports pod %s in phase %q, want %s succeeded", got.UID, got.Status.Phase, uid)
+			}
+		}
+	}
+	if err := p.CreatePod(ctx, pod("uid-1")); err != nil {
+		t.Fatal(err)
+	}
+	succeeded("uid-1")
+	if err := p.CreatePod(ctx, pod("uid-2")); err != nil {
+		t.Fatal(err)
+	}
+	succeeded("uid-2")
+	// The old pod's deletion, arriving late, leaves the new one alone.
+	if err := p.DeletePod(ctx, pod("uid-1")); err == nil {
+		t.Error("deleting the replaced pod succeeded, want it unknown")
+	}
+	succeeded("uid-2")
+	if err := p.DeletePod(ctx, pod("uid-2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.GetPod(ctx, "ns", "git"); err == nil {
 		t.Error("the provider still knows the deleted pod")
 	}
 }
