@@ -220,7 +220,13 @@ func (l *Local) trainedGitState(ctx context.Context, a round.Action) ([]string, 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if a.Candidates == 0 {
-		return l.restoreGitState(ctx, a.Round)
+		undone, err := l.restoreGitState(ctx, a.Round)
+		if a.Round == 0 {
+			// The baseline has no git step, which forgets a round's
+			// snapshot; the rounds after it take their own.
+			l.gitState = nil
+		}
+		return undone, err
 	}
 	c := l.shared(a)
 	if c.trained {

@@ -891,7 +891,7 @@ func (l *Local) use(ws *workspace.Workspace) {
 // it: before each run of a round of one, before the first of a round of
 // several, whose later runs are held to it too (trainedGitState).
 func (l *Local) snapshotGitState(ctx context.Context, a round.Action) error {
-	if a.Round == 0 || l.pipelined() {
+	if l.pipelined() {
 		return nil
 	}
 	l.mu.Lock()
@@ -906,6 +906,13 @@ func (l *Local) snapshotGitState(ctx context.Context, a round.Action) error {
 	if err != nil {
 		return err
 	}
+	if a.Round == 0 {
+		// The baseline has no Researcher, whose round keeps a state to go
+		// back to after a restart: it keeps the one its training found.
+		if err := supervisor.SaveGitState(l.ws.StateDir(), 0, st); err != nil {
+			return err
+		}
+	}
 	l.gitState = &st
 	return nil
 }
@@ -913,7 +920,8 @@ func (l *Local) snapshotGitState(ctx context.Context, a round.Action) error {
 // restoreGitState puts back the git machinery as round's training found it,
 // and says what it undid. A run that started again after training has no
 // snapshot of its own, and restores the one the round keeps from after its
-// Researcher; the baseline, whose code is the user's, has neither. Under
+// Researcher, or the baseline's from before its training: the baseline
+// that --rebaseline measures again trains code a Researcher wrote. Under
 // spec.pipeline, where the supervisor seals the next round while this one
 // trains, it has no snapshot to hold the git machinery to, nor the need
 // for one: the steps' read-only mounts, which pipelining requires, leave
@@ -924,7 +932,7 @@ func (l *Local) restoreGitState(ctx context.Context, round int32) ([]string, err
 		return nil, nil
 	case l.gitState != nil:
 		return l.ws.RestoreGitState(ctx, *l.gitState)
-	case round > 0:
+	case round > 0 || supervisor.SavedGitState(l.ws.StateDir(), round):
 		return supervisor.RestoreGitState(ctx, l.ws, l.ws.StateDir(), round)
 	}
 	return nil, nil

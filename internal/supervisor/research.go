@@ -296,6 +296,26 @@ func RestoreGitState(ctx context.Context, ws *workspace.Workspace, stateDir stri
 	return restoreGitState(ctx, ws, backupDir(stateDir, round))
 }
 
+// SaveGitState keeps st as round's git state in stateDir, for
+// RestoreGitState.
+func SaveGitState(stateDir string, round int32, st workspace.GitState) error {
+	dir := backupDir(stateDir, round)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return workspace.WriteFileAtomic(filepath.Join(dir, gitStateFile), data)
+}
+
+// SavedGitState says whether stateDir keeps a git state for round.
+func SavedGitState(stateDir string, round int32) bool {
+	_, err := os.Stat(filepath.Join(backupDir(stateDir, round), gitStateFile))
+	return err == nil
+}
+
 // RestoreGitLink puts back the worktree's .git file and its git
 // directory's links as round's backup saved them, before the Researcher,
 // and says what it undid: the git step runs after a Researcher that failed
