@@ -358,7 +358,7 @@ func (b childBuilder) checkPod(a round.Action) *corev1.Pod {
 	check := b.ownContainer(stepCompliance, steps.CheckArgs(projectBinary, opts))
 	check.VolumeMounts = append(check.VolumeMounts, corev1.VolumeMount{Name: volumeResults, MountPath: resultsMount})
 	parity := container(containerParity, b.trainImage(), steps.ExecArgs(steps.Binary, steps.ExecOptions{
-		Step: steps.StepParity, Round: a.Round, Workdir: b.experimentDir(), Timeout: s.EvalTimeout(),
+		Step: steps.StepParity, Round: a.Round, Workdir: b.experimentDir(), Timeout: s.ParityTimeout(),
 		Targets: s.KernelTargets, Python: "python3", ComplianceFile: opts.AlsoWrite,
 	}))
 	// Parity runs in the training environment, its image and its env, on

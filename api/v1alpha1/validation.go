@@ -634,6 +634,12 @@ func (s *AutoResearchSpec) EvalTimeout() time.Duration {
 	return s.Fixed.TimeLimit.Duration
 }
 
+// ParityTimeout bounds the kernel parity check, one program for every
+// target: EvalTimeout for each.
+func (s *AutoResearchSpec) ParityTimeout() time.Duration {
+	return s.EvalTimeout() * time.Duration(max(1, len(s.KernelTargets)))
+}
+
 // HoldoutMetric is the name of the holdout's metric: spec.holdout.metric,
 // or eval.metric. "" without a holdout.
 func (s *AutoResearchSpec) HoldoutMetric() string {

@@ -215,12 +215,10 @@ func (f *execFlags) runParity(ctx context.Context) error {
 	if f.compliance != "" {
 		logDir = filepath.Dir(f.compliance)
 	}
-	n := 0
 	check := func(ctx context.Context, argv []string, dir string) (string, int, error) {
-		n++
 		exit, output, err := runner.Process{
 			Command: runner.ShellCommand(argv), Dir: dir, Env: f.env(),
-			Timeout: f.timeout, KillGrace: f.grace, LogPath: filepath.Join(logDir, fmt.Sprintf("parity-%d.log", n)),
+			Timeout: f.timeout, KillGrace: f.grace, LogPath: filepath.Join(logDir, "parity.log"),
 		}.RunOutput(ctx)
 		return output, exit.ExitCode, err
 	}

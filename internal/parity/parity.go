@@ -1,12 +1,15 @@
-// Package parity owns the kernel parity check of the compliance step: for
-// each kernel target of the protocol it runs a fixed Python program that
-// compares the candidate's function (new module) against the baseline on the
-// baseline's fixture, and turns the program's output into a verdict.
+// Package parity owns the kernel parity check of the compliance step: a
+// fixed Python program compares, for each kernel target of the protocol,
+// the candidate's function (new module) against the baseline on the
+// baseline's fixture, and the package turns the program's output into a
+// verdict.
 //
-// The program is the seed's Step 2 check. Its report lines are the contract:
+// The program is the seed's Step 2 check, run once for every target, so
+// that every baseline is measured before any candidate's code runs. Its
+// report lines are the contract:
 //
-//	PARITY_OK target=<name>                                   (stdout, exit 0)
-//	PARITY_FAIL target=<name> kind=<kind> detail=<detail>     (stderr, exit 1)
+//	PARITY_OK target=<name>                                   (stdout, each target; exit 0)
+//	PARITY_FAIL target=<name> kind=<kind> detail=<detail>     (stderr, the first failure; exit 1)
 //
 // where kind is signature, shape (shape, dtype or non-tensor output),
 // numerical, or error (the module does not import or a call raises).
@@ -22,6 +25,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -70,37 +74,38 @@ type Failure struct {
 // scriptInput is the JSON the script reads from argv[1]; the field names are
 // shared with parity.py.
 type scriptInput struct {
+	Dir     string        `json:"dir"`
+	Targets []targetInput `json:"targets"`
+}
+
+type targetInput struct {
 	Name           string `json:"name"`
 	NewModule      string `json:"new_module"`
 	BaselineModule string `json:"baseline_module"`
 	Fixture        string `json:"fixture"`
 	Atol           string `json:"atol"`
 	Rtol           string `json:"rtol"`
-	Dir            string `json:"dir"`
 }
 
 // Script returns the Python parity program.
 func Script() string { return script }
 
-// Command returns the argv that checks one target in dir, an absolute path,
-// with the given Python interpreter. The target travels as JSON in an argument, never as
-// Python source. -B keeps the check from leaving __pycache__ directories in
-// the worktree, where they would show up as untracked files.
-func Command(python string, t Target, dir string) []string {
-	in, err := json.Marshal(scriptInput{
-		Name:           t.Name,
-		NewModule:      t.NewModule,
-		BaselineModule: t.BaselineModule,
-		Fixture:        t.Fixture,
-		Atol:           t.Atol,
-		Rtol:           t.Rtol,
-		Dir:            dir,
-	})
+// Command returns the argv that checks the targets in dir, an absolute
+// path, with the given Python interpreter. The targets travel as JSON in an
+// argument, never as Python source. -B keeps the check from leaving
+// __pycache__ directories in the worktree, where they would show up as
+// untracked files.
+func Command(python string, targets []Target, dir string) []string {
+	in := scriptInput{Dir: dir, Targets: []targetInput{}}
+	for _, t := range targets {
+		in.Targets = append(in.Targets, targetInput(t))
+	}
+	data, err := json.Marshal(in)
 	if err != nil {
 		// A struct of strings always marshals.
 		panic(fmt.Sprintf("parity: marshal target: %v", err))
 	}
-	return []string{python, "-B", "-c", script, string(in)}
+	return []string{python, "-B", "-c", script, string(data)}
 }
 
 // Validate reports a target that cannot be checked because the protocol
@@ -137,24 +142,35 @@ func (t Target) Validate() error {
 	return nil
 }
 
-// ParseOutput judges one check from its combined output and exit code. It
-// returns nil only when the script printed PARITY_OK for this target and
-// exited 0. Otherwise it returns the script's PARITY_FAIL line for the
-// target, or, when the script died without one (a crash, a kill, an exit
-// from the candidate's own code), a kind=error failure carrying the tail of
-// the output.
-func ParseOutput(t Target, output string, exitCode int) *Failure {
-	ok := false
+// ParseOutput judges the check of targets from its combined output and
+// exit code. It returns nil only when the script printed PARITY_OK for
+// every target and exited 0. Otherwise it returns the first PARITY_FAIL
+// line for one of the targets, or, when the script died without one (a
+// crash, a kill, an exit from the candidate's own code), a kind=error
+// failure of the first target without a PARITY_OK line, carrying the tail
+// of the output.
+func ParseOutput(targets []Target, output string, exitCode int) *Failure {
+	ok := map[string]bool{}
 	for line := range strings.Lines(output) {
 		line = strings.TrimSpace(line)
-		if f := parseFailLine(line); f != nil && f.Target == t.Name {
+		if f := parseFailLine(line); f != nil && slices.ContainsFunc(targets, func(t Target) bool { return t.Name == f.Target }) {
 			return f
 		}
-		if line == okPrefix+" target="+t.Name {
-			ok = true
+		if name, found := strings.CutPrefix(line, okPrefix+" target="); found {
+			ok[name] = true
 		}
 	}
-	if ok && exitCode == 0 {
+	if len(targets) == 0 {
+		return nil
+	}
+	first := targets[0]
+	for _, t := range targets {
+		if !ok[t.Name] {
+			first = t
+			break
+		}
+	}
+	if ok[first.Name] && exitCode == 0 {
 		return nil
 	}
 	detail := fmt.Sprintf("exit code %d without a parity verdict", exitCode)
@@ -162,10 +178,10 @@ func ParseOutput(t Target, output string, exitCode int) *Failure {
 		detail += ": " + tail
 	}
 	return &Failure{
-		Target: t.Name,
+		Target: first.Name,
 		Kind:   KindError,
 		Detail: detail,
-		Line:   fmt.Sprintf("%s target=%s kind=%s detail=%s", failPrefix, t.Name, KindError, detail),
+		Line:   fmt.Sprintf("%s target=%s kind=%s detail=%s", failPrefix, first.Name, KindError, detail),
 	}
 }
 
@@ -196,16 +212,16 @@ func outputTail(output string) string {
 	return tail
 }
 
-// Check runs the parity check of every target in dir, in order, and returns
-// the first failure, or nil when all pass. The error is for problems that say
-// nothing about the candidate: an invalid target, an interpreter that does
-// not start, or a cancelled context.
+// Check runs the parity check of every target in dir and returns the first
+// failure, or nil when all pass. The error is for problems that say nothing
+// about the candidate: an invalid target, an interpreter that does not
+// start, or a cancelled context.
 func Check(ctx context.Context, python, dir string, targets []Target) (*Failure, error) {
 	return CheckWith(ctx, Exec, python, dir, targets)
 }
 
-// Run runs one target's check, argv in dir, and returns its output and exit
-// code; the error is for a check that could not run.
+// Run runs the check, argv in dir, and returns its output and exit code;
+// the error is for a check that could not run.
 type Run func(ctx context.Context, argv []string, dir string) (output string, exitCode int, err error)
 
 // Exec runs a check as a plain child process.
@@ -237,17 +253,18 @@ func CheckWith(ctx context.Context, run Run, python, dir string, targets []Targe
 	if err != nil {
 		return nil, fmt.Errorf("parity check: %w", err)
 	}
-	for _, t := range targets {
-		out, exitCode, err := run(ctx, Command(python, t, dir), dir)
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("parity check %q: %w", t.Name, ctxErr)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("parity check %q: run %s: %w", t.Name, python, err)
-		}
-		if f := ParseOutput(t, out, exitCode); f != nil {
-			return f, nil
-		}
+	if len(targets) == 0 {
+		return nil, nil
 	}
-	return nil, nil
+	// One program checks every target: each candidate's code runs after
+	// every baseline was measured, so that what it writes in the checkout
+	// reaches none of them.
+	out, exitCode, err := run(ctx, Command(python, targets, dir), dir)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return nil, fmt.Errorf("parity check: %w", ctxErr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parity check: run %s: %w", python, err)
+	}
+	return ParseOutput(targets, out, exitCode), nil
 }

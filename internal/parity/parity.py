@@ -1,23 +1,30 @@
-# Kernel parity check for one target: the candidate function (new) must keep
-# the baseline's signature and produce a tensor of the same shape and dtype
+# Kernel parity check: each target's candidate function (new) must keep
+# its baseline's signature and produce a tensor of the same shape and dtype
 # that matches within atol/rtol on the baseline's fixture.
 #
-# The target arrives as JSON in argv[1] (never spliced into this source):
-#   {"name", "new_module", "baseline_module", "fixture", "atol", "rtol", "dir"}
-# Outcome: "PARITY_OK target=<name>" on stdout and exit 0, or one
-# "PARITY_FAIL target=<name> kind=<kind> detail=<detail>" line on stderr and
-# exit 1. Kinds: signature, shape (also dtype and non-tensor output),
-# numerical, error (a module that does not import or a call that raises).
+# The targets arrive as JSON in argv[1] (never spliced into this source):
+#   {"dir", "targets": [{"name", "new_module", "baseline_module", "fixture",
+#    "atol", "rtol"}, ...]}
+# Outcome: a "PARITY_OK target=<name>" line on stdout for each target and
+# exit 0, or one "PARITY_FAIL target=<name> kind=<kind> detail=<detail>"
+# line on stderr, for the first target that fails, and exit 1. Kinds:
+# signature, shape (also dtype and non-tensor output), numerical, error (a
+# module that does not import or a call that raises).
 #
-# The candidate's code runs in a child process of its own, never in this
-# one: this process imports only torch and the fixed baseline and fixture,
-# judges what the child sends back through a pipe (loaded as tensors and
-# plain values only), and alone prints the verdict. It makes itself
-# undumpable first, so that a child of the same user can neither trace it
-# nor write to its output through /proc. Nothing of the checkout is on its
-# path but while it imports the fixed baseline and fixture: python -c puts
-# the working directory, the checkout, first, where a candidate's module
-# named like one that torch imports, or tries to, would load here.
+# The candidate's code runs in child processes, one per target, never in
+# this one: this process imports only torch and the fixed baselines and
+# fixtures, judges what each child sends back through a pipe (loaded as
+# tensors and plain values only), and alone prints the verdict. Every
+# baseline and fixture is loaded, and every baseline's output computed,
+# before the first child starts: a child can write the checkout (a later
+# target's baseline, its fixture, a compiled module Python would load in
+# their place), and what it writes there reaches no baseline. It makes
+# itself undumpable first, so that a child of the same user can neither
+# trace it nor write to its output through /proc. Nothing of the checkout
+# is on its path but while it imports the fixed baselines and fixtures:
+# python -c puts the working directory, the checkout, first, where a
+# candidate's module named like one that torch imports, or tries to, would
+# load here.
 import os
 import sys
 
@@ -47,9 +54,11 @@ import subprocess
 DETAIL_LIMIT = 200
 PR_SET_DUMPABLE = 4
 
-target = json.loads(sys.argv[1])
-NAME = target["name"]
-outside(target["dir"])
+CHECK = json.loads(sys.argv[1])
+DIR = CHECK["dir"]
+# NAME is the target being judged, which a failure names.
+NAME = ""
+outside(DIR)
 
 
 def one_line(text):
@@ -82,33 +91,27 @@ try:
 except Exception as exc:
     fail("error", f"import torch: {describe(exc)}")
 
-try:
-    ATOL, RTOL = tolerance(target["atol"]), tolerance(target["rtol"])
-except ValueError as exc:
-    fail("error", f"tolerance: {exc}")
-
-
 def load(role, spec):
     module, sep, attr = spec.partition(":")
     if not sep or not module or not attr:
         fail("error", f"{role} {spec!r} is not of the form module:function")
-    sys.path.insert(0, target["dir"])
+    sys.path.insert(0, DIR)
     try:
         return getattr(importlib.import_module(module), attr)
     except Exception as exc:
         fail("error", f"load {role} {spec}: {describe(exc)}")
     finally:
-        sys.path.remove(target["dir"])
+        sys.path.remove(DIR)
 
 
-def run(role, fn, fixture):
+def run(role, fn, fixture, spec):
     # A fresh, identically seeded fixture per call, so that a function that
     # mutates its inputs in place cannot change what the other one sees.
     torch.manual_seed(0)
     try:
         args, kwargs = fixture()
     except Exception as exc:
-        fail("error", f"fixture {target['fixture']}: {describe(exc)}")
+        fail("error", f"fixture {spec}: {describe(exc)}")
     try:
         with torch.no_grad():
             return fn(*args, **kwargs)
@@ -164,11 +167,11 @@ send({"signature": signature, "type": type(out).__name__})
 '''
 
 
-def run_new():
+def run_new(target):
     read_end, write_end = os.pipe()
     try:
         child = subprocess.Popen(
-            [sys.executable, "-B", "-c", CHILD, sys.argv[1], str(write_end)],
+            [sys.executable, "-B", "-c", CHILD, json.dumps(dict(target, dir=DIR)), str(write_end)],
             pass_fds=(write_end,), stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr,
             cwd=os.getcwd(),
         )
@@ -185,40 +188,59 @@ def run_new():
         fail("error", f"the candidate's process sent what is not a result: {describe(exc)}")
 
 
-base_fn = load("baseline", target["baseline_module"])
-fixture = load("fixture", target["fixture"])
-out_base = run("baseline", base_fn, fixture)
+def baseline(target):
+    """Loads target's fixed baseline and fixture and computes the baseline's
+    output, before any candidate's code runs."""
+    global NAME
+    NAME = target["name"]
+    try:
+        tolerances = tolerance(target["atol"]), tolerance(target["rtol"])
+    except ValueError as exc:
+        fail("error", f"tolerance: {exc}")
+    base_fn = load("baseline", target["baseline_module"])
+    fixture = load("fixture", target["fixture"])
+    out_base = run("baseline", base_fn, fixture, target["fixture"])
+    try:
+        sig_base = inspect.signature(base_fn)
+    except (TypeError, ValueError) as exc:
+        fail("signature", describe(exc))
+    return tolerances, sig_base, out_base
 
-result = run_new()
-if not isinstance(result, dict):
-    fail("error", f"the candidate's process sent a {type(result).__name__}, not a result")
-if "signature_error" in result:
-    fail("signature", result["signature_error"])
-try:
-    sig_base = inspect.signature(base_fn)
-except (TypeError, ValueError) as exc:
-    fail("signature", describe(exc))
-sig_new = result.get("signature")
-if sig_new is not None and sig_new != str(sig_base):
-    fail("signature", f"new{sig_new} vs baseline{sig_base}")
-if "error" in result:
-    fail("error", result["error"])
 
-out_new = result.get("output")
-if not (isinstance(out_new, torch.Tensor) and isinstance(out_base, torch.Tensor)):
-    kind = type(out_new).__name__ if out_new is not None else result.get("type")
-    fail("shape", f"non-tensor output: new {kind}, baseline {type(out_base).__name__}")
-out_base = out_base.detach().cpu()
-if out_new.shape != out_base.shape:
-    fail("shape", f"shape {tuple(out_new.shape)} vs {tuple(out_base.shape)}")
-if out_new.dtype != out_base.dtype:
-    fail("shape", f"dtype {out_new.dtype} vs {out_base.dtype}")
+def judge(target, tolerances, sig_base, out_base):
+    global NAME
+    NAME = target["name"]
+    result = run_new(target)
+    if not isinstance(result, dict):
+        fail("error", f"the candidate's process sent a {type(result).__name__}, not a result")
+    if "signature_error" in result:
+        fail("signature", result["signature_error"])
+    sig_new = result.get("signature")
+    if sig_new is not None and sig_new != str(sig_base):
+        fail("signature", f"new{sig_new} vs baseline{sig_base}")
+    if "error" in result:
+        fail("error", result["error"])
 
-try:
-    torch.testing.assert_close(out_new, out_base, atol=ATOL, rtol=RTOL)
-except AssertionError as exc:
-    fail("numerical", exc)
-except (TypeError, ValueError, RuntimeError) as exc:
-    fail("error", f"assert_close: {describe(exc)}")
+    out_new = result.get("output")
+    if not (isinstance(out_new, torch.Tensor) and isinstance(out_base, torch.Tensor)):
+        kind = type(out_new).__name__ if out_new is not None else result.get("type")
+        fail("shape", f"non-tensor output: new {kind}, baseline {type(out_base).__name__}")
+    out_base = out_base.detach().cpu()
+    if out_new.shape != out_base.shape:
+        fail("shape", f"shape {tuple(out_new.shape)} vs {tuple(out_base.shape)}")
+    if out_new.dtype != out_base.dtype:
+        fail("shape", f"dtype {out_new.dtype} vs {out_base.dtype}")
 
-print(f"PARITY_OK target={NAME}")
+    atol, rtol = tolerances
+    try:
+        torch.testing.assert_close(out_new, out_base, atol=atol, rtol=rtol)
+    except AssertionError as exc:
+        fail("numerical", exc)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        fail("error", f"assert_close: {describe(exc)}")
+    print(f"PARITY_OK target={NAME}", flush=True)
+
+
+baselines = [baseline(target) for target in CHECK["targets"]]
+for target, measured in zip(CHECK["targets"], baselines):
+    judge(target, *measured)

@@ -105,6 +105,36 @@ func TestCheckStopsAtFirstFailure(t *testing.T) {
 	}
 }
 
+// TestCheckMeasuresEveryBaselineBeforeAnyCandidate: a candidate that passes
+// its own target, and as it loads rewrites the fixed baseline of the target
+// checked after it to agree with that target's wrong kernel, fails the
+// check: every baseline is measured before any candidate's code runs. Each
+// target checked by a program of its own had the second one load the
+// rewritten baseline and pass.
+func TestCheckMeasuresEveryBaselineBeforeAnyCandidate(t *testing.T) {
+	python := torchtest.Python(t)
+	dir := copyTestdata(t, "reference.py", "rewrites.py", "numerical.py")
+	reference, err := os.ReadFile(filepath.Join(dir, "reference.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "later.py"), reference, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := target("rewrites:rmsnorm")
+	second := Target{Name: "later", NewModule: "numerical:rmsnorm", BaselineModule: "later:rmsnorm", Fixture: "later:rmsnorm_fixture", Atol: "1e-5", Rtol: "1e-4"}
+	got, err := Check(context.Background(), python, dir, []Target{first, second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.Target != "later" || got.Kind != KindNumerical {
+		t.Fatalf("Check = %+v, want the numerical failure of target later", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "later.py")); string(data) == string(reference) {
+		t.Error("the candidate did not rewrite later.py: the test proves nothing")
+	}
+}
+
 // copyTestdata copies the named files of testdata into a new directory,
 // which it returns.
 func copyTestdata(t *testing.T, names ...string) string {
@@ -251,11 +281,11 @@ func TestValidate(t *testing.T) {
 
 func TestCommandPassesTargetAsJSON(t *testing.T) {
 	tgt := target(`x"; import os; os.system("boom") #:f`)
-	got := Command("/usr/bin/python3", tgt, "/work/exp")
+	got := Command("/usr/bin/python3", []Target{tgt}, "/work/exp")
 	want := []string{
 		"/usr/bin/python3", "-B", "-c", Script(),
-		`{"name":"rmsnorm","new_module":"x\"; import os; os.system(\"boom\") #:f","baseline_module":"reference:rmsnorm",` +
-			`"fixture":"reference:rmsnorm_fixture","atol":"1e-5","rtol":"1e-4","dir":"/work/exp"}`,
+		`{"dir":"/work/exp","targets":[{"name":"rmsnorm","new_module":"x\"; import os; os.system(\"boom\") #:f","baseline_module":"reference:rmsnorm",` +
+			`"fixture":"reference:rmsnorm_fixture","atol":"1e-5","rtol":"1e-4"}]}`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Command (-want +got):\n%s", diff)
@@ -264,6 +294,8 @@ func TestCommandPassesTargetAsJSON(t *testing.T) {
 
 func TestParseOutput(t *testing.T) {
 	cases := map[string]struct {
+		// targets are the kernels:rmsnorm target alone unless set.
+		targets  []Target
 		output   string
 		exitCode int
 		want     *Failure
@@ -326,6 +358,24 @@ func TestParseOutput(t *testing.T) {
 				Line: "PARITY_FAIL target=rmsnorm kind=error detail=exit code -1 without a parity verdict",
 			},
 		},
+		"a later target's failure": {
+			targets:  []Target{target("kernels:rmsnorm"), {Name: "gelu"}},
+			output:   "PARITY_OK target=rmsnorm\nPARITY_FAIL target=gelu kind=numerical detail=x\n",
+			exitCode: 1,
+			want:     &Failure{Target: "gelu", Kind: "numerical", Detail: "x", Line: "PARITY_FAIL target=gelu kind=numerical detail=x"},
+		},
+		"every target but one ok": {
+			targets: []Target{target("kernels:rmsnorm"), {Name: "gelu"}},
+			output:  "PARITY_OK target=rmsnorm\n",
+			want: &Failure{
+				Target: "gelu", Kind: "error", Detail: "exit code 0 without a parity verdict: PARITY_OK target=rmsnorm",
+				Line: "PARITY_FAIL target=gelu kind=error detail=exit code 0 without a parity verdict: PARITY_OK target=rmsnorm",
+			},
+		},
+		"every target ok": {
+			targets: []Target{target("kernels:rmsnorm"), {Name: "gelu"}},
+			output:  "PARITY_OK target=rmsnorm\nPARITY_OK target=gelu\n",
+		},
 		"long output keeps the tail": {
 			output:   strings.Repeat("a", 1000) + "\nRuntimeError: out of memory\n",
 			exitCode: 1,
@@ -338,7 +388,11 @@ func TestParseOutput(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := ParseOutput(target("kernels:rmsnorm"), tc.output, tc.exitCode)
+			targets := tc.targets
+			if targets == nil {
+				targets = []Target{target("kernels:rmsnorm")}
+			}
+			got := ParseOutput(targets, tc.output, tc.exitCode)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("ParseOutput (-want +got):\n%s", diff)
 			}

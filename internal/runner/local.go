@@ -701,7 +701,7 @@ func (l *Local) checkCompliance(ctx context.Context, a round.Action) (*round.Obs
 		check := func(ctx context.Context, argv []string, dir string) (string, int, error) {
 			exit, output, err := Process{
 				Command: ShellCommand(argv), Dir: dir, Env: append(append(append(l.baseEnv(a.Round), l.toolEnv...), stepEnv...), envVars(l.spec.Train.Env)...),
-				Timeout: l.spec.EvalTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
+				Timeout: l.spec.ParityTimeout() + l.opts.Grace, KillGrace: l.opts.KillGrace,
 				LogPath: filepath.Join(l.stepDir(a), "parity.log"), Mounts: mounts,
 			}.RunOutput(ctx)
 			return output, exit.ExitCode, err
