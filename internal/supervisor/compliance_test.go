@@ -90,11 +90,14 @@ func TestCheckCompliance(t *testing.T) {
 }
 
 // fakePython stands in for an interpreter with torch: it answers the parity
-// script for the target named good and fails every other.
+// script, which checks every target at once, passing the target named good
+// and failing the one named bad.
 const fakePython = `#!/bin/sh
 case "$4" in
 *'"name":"good"'*) echo "PARITY_OK target=good" ;;
-*) echo "PARITY_FAIL target=bad kind=numerical detail=max abs diff 0.5" >&2; exit 1 ;;
+esac
+case "$4" in
+*'"name":"bad"'*) echo "PARITY_FAIL target=bad kind=numerical detail=max abs diff 0.5" >&2; exit 1 ;;
 esac
 `
 
