@@ -37,8 +37,9 @@ func rebaselineAttack(t *testing.T, a attack, stopped bool) {
 	marker := filepath.Join(t.TempDir(), "planted-command-ran")
 	t.Setenv("MARKER", marker)
 	repo := filepath.Join(t.TempDir(), "repo")
+	gate := filepath.Join(t.TempDir(), "gate")
 	files := maps.Clone(Toy)
-	files["experiment.yaml"] = rebaselineExperiment(a.script, "30s", 1)
+	files["experiment.yaml"] = rebaselineExperiment(a.script, "30s", 1, gate)
 	gittest.WriteFiles(t, repo, files)
 	gittest.Git(t, repo, "init", "-q", "-b", "main")
 	gittest.Git(t, repo, "add", "-A")
@@ -49,23 +50,31 @@ func rebaselineAttack(t *testing.T, a attack, stopped bool) {
 	}
 
 	// The user changes the measure, and accepts the change.
-	if err := os.WriteFile(filepath.Join(repo, "experiment.yaml"), []byte(rebaselineExperiment(a.script, "31s", 2)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(repo, "experiment.yaml"), []byte(rebaselineExperiment(a.script, "31s", 2, gate)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if stopped {
+		// Stopped once training has changed git, the run ends after the
+		// step and before the evaluation; training waits at the gate until
+		// the stop is made.
+		if err := os.Mkdir(gate, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		stop := make(chan struct{})
 		go func() {
-			// Stopped once training has changed git, the run ends
-			// after the step and before the evaluation.
 			for {
 				if cfg, _ := os.ReadFile(filepath.Join(repo, ".git", "config")); bytes.Contains(cfg, []byte("filter")) {
 					close(stop)
+					_ = os.WriteFile(filepath.Join(gate, "open"), nil, 0o644)
 					return
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
 		}()
 		st, log, err = runToy(t, repo, runner.Options{Rebaseline: true, Stop: stop})
+		if err := os.RemoveAll(gate); err != nil {
+			t.Fatal(err)
+		}
 		if cr := st.CurrentRound; err != nil || st.Phase != v1alpha1.PhaseSuspended || cr == nil || cr.Number != 0 || cr.Step != v1alpha1.StepEval {
 			t.Fatalf("the stopped run: phase %s (%s), round %+v, err %v, want it suspended before the baseline's evaluation\n%s", st.Phase, st.Message, st.CurrentRound, err, log)
 		}
@@ -98,8 +107,9 @@ func runToy(t *testing.T, repo string, opts runner.Options) (v1alpha1.AutoResear
 
 // rebaselineExperiment is the toy's experiment file with the baseline
 // measured, the time limit limit, and script as round 1's Researcher; the
-// rounds after it change nothing that counts.
-func rebaselineExperiment(script, limit string, rounds int) string {
+// rounds after it change nothing that counts. Where the directory gate
+// exists, training ends only once it holds a file named open.
+func rebaselineExperiment(script, limit string, rounds int, gate string) string {
 	return fmt.Sprintf(`apiVersion: autoresearch.dev/v1alpha1
 kind: AutoResearch
 metadata:
@@ -109,8 +119,8 @@ spec:
   maxRounds: %d
   fixed: {files: [eval.sh, check/main.go, golden/], timeLimit: %s}
   variable: {files: [train.sh]}
-  train: {command: "./train.sh", outputs: [out.txt]}
+  train: {command: "./train.sh && { [ ! -d %[4]s ] || until [ -e %[4]s/open ]; do sleep 0.05; done; }", outputs: [out.txt]}
   eval: {metric: score, direction: maximize, command: "./eval.sh"}
-  researcher: {command: "if [ \"$AUTORESEARCH_ROUND\" = 1 ]; then sh %s; else echo '# r'$AUTORESEARCH_ROUND >> train.sh; fi"}
-`, rounds, limit, script)
+  researcher: {command: "if [ \"$AUTORESEARCH_ROUND\" = 1 ]; then sh %[3]s; else echo '# r'$AUTORESEARCH_ROUND >> train.sh; fi"}
+`, rounds, limit, script, gate)
 }
