@@ -90,6 +90,18 @@ func runRepoWith(t *testing.T, repo string, files map[string]string, opts runner
 	gittest.Git(t, repo, "init", "-q", "-b", "main")
 	gittest.Git(t, repo, "add", "-A")
 	gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
+	x, st, log, err := runExperiment(t, repo, opts)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log)
+	}
+	return x, st, log
+}
+
+// runExperiment runs the experiment.yaml of repo, a repository already
+// made, with opts, and returns the experiment, the status, what the run
+// printed and its error.
+func runExperiment(t *testing.T, repo string, opts runner.Options) (*runner.Experiment, v1alpha1.AutoResearchStatus, string, error) {
+	t.Helper()
 	x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), "")
 	if err != nil {
 		t.Fatal(err)
@@ -97,10 +109,7 @@ func runRepoWith(t *testing.T, repo string, files map[string]string, opts runner
 	var log bytes.Buffer
 	opts.Out = &log
 	st, err := runner.Run(context.Background(), x, opts)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, log.String())
-	}
-	return x, st, log.String()
+	return x, st, log.String(), err
 }
 
 // pyToyExperiment is the experiment file of a Python attack on PyToy: one

@@ -2,7 +2,6 @@ package tamper
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -40,13 +39,9 @@ func rebaselineAttack(t *testing.T, a attack, stopped bool) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	files := maps.Clone(Toy)
 	files["experiment.yaml"] = rebaselineExperiment(a.script, "30s", 1, gate)
-	gittest.WriteFiles(t, repo, files)
-	gittest.Git(t, repo, "init", "-q", "-b", "main")
-	gittest.Git(t, repo, "add", "-A")
-	gittest.Git(t, repo, "-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-q", "-m", "start")
-	st, log, err := runToy(t, repo, runner.Options{})
-	if err != nil || st.Best == nil || st.Best.Value != "20" {
-		t.Fatalf("the first run: best %+v, err %v, want round 1 kept at 20\n%s", st.Best, err, log)
+	st, log := runRepo(t, repo, files)
+	if st.Best == nil || st.Best.Value != "20" {
+		t.Fatalf("the first run: best %+v, want round 1 kept at 20\n%s", st.Best, log)
 	}
 
 	// The user changes the measure, and accepts the change.
@@ -71,7 +66,7 @@ func rebaselineAttack(t *testing.T, a attack, stopped bool) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}()
-		st, log, err = runToy(t, repo, runner.Options{Rebaseline: true, Stop: stop})
+		_, st, log, err := runExperiment(t, repo, runner.Options{Rebaseline: true, Stop: stop})
 		if err := os.RemoveAll(gate); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +74,7 @@ func rebaselineAttack(t *testing.T, a attack, stopped bool) {
 			t.Fatalf("the stopped run: phase %s (%s), round %+v, err %v, want it suspended before the baseline's evaluation\n%s", st.Phase, st.Message, st.CurrentRound, err, log)
 		}
 	}
-	st, log, err = runToy(t, repo, runner.Options{Rebaseline: true})
+	_, st, log, err := runExperiment(t, repo, runner.Options{Rebaseline: true})
 	t.Logf("the run with --rebaseline: phase %s (%s), err %v", st.Phase, st.Message, err)
 	if _, err := os.Lstat(marker); err == nil {
 		t.Errorf("the supervisor ran a command that the baseline's training planted in git\n%s", log)
@@ -90,19 +85,6 @@ func rebaselineAttack(t *testing.T, a attack, stopped bool) {
 	if err == nil && st.Phase != v1alpha1.PhaseFailed {
 		t.Errorf("the baseline whose training changed git was taken: phase %s, best %+v\n%s", st.Phase, st.Best, log)
 	}
-}
-
-// runToy runs the experiment of repo with opts.
-func runToy(t *testing.T, repo string, opts runner.Options) (v1alpha1.AutoResearchStatus, string, error) {
-	t.Helper()
-	x, err := runner.LoadExperiment(context.Background(), filepath.Join(repo, "experiment.yaml"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	opts.Out = &log
-	st, err := runner.Run(context.Background(), x, opts)
-	return st, log.String(), err
 }
 
 // rebaselineExperiment is the toy's experiment file with the baseline
